@@ -1,0 +1,184 @@
+import Database from "better-sqlite3";
+import { join } from "node:path";
+import { createId, type RunRecord } from "../core/index.js";
+import type { Store } from "../store/index.js";
+import { createSqliteStore } from "../store/sqlite/index.js";
+import { createTempDir } from "./bench-support.js";
+import { compared, type Benchmark, type BenchmarkResult } from "./benchmark.js";
+import { median, round } from "./statistics.js";
+
+const TENANT = "bench";
+const BATCH = 200;
+const EARLY_POSITION = 10;
+const LATE_POSITION = 10_000;
+const REPETITIONS = 3;
+/** A short assistant answer (~400 characters), the same for every publish. */
+const CONTENT = "A checkpointed answer. ".repeat(18);
+
+/** One measured batch of publishes: time per publish and the file growth it caused. */
+interface BatchCost {
+  medianMicros: number;
+  meanMicros: number;
+  /** Growth of the allocated database pages (page_count − freelist_count) per publish. */
+  pageBytes: number;
+  /** Growth of the stored payload (dbstat) per publish: the bytes actually written into rows. */
+  payloadBytes: number;
+}
+
+/** Reads the database's size through a separate read-only connection (the WAL is included). */
+function openInspector(path: string) {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  const pageSize = db.pragma("page_size", { simple: true }) as number;
+  const usedBytes = (): number => {
+    const pages = db.pragma("page_count", { simple: true }) as number;
+    const free = db.pragma("freelist_count", { simple: true }) as number;
+    return (pages - free) * pageSize;
+  };
+  const payloadBytes = (): number => (db.prepare("SELECT SUM(payload) AS bytes FROM dbstat").get() as { bytes: number }).bytes;
+  return { usedBytes, payloadBytes, close: () => db.close() };
+}
+
+/** A thread with one running run that publishes message after message (each with its checkpoint). */
+async function createGrowingThread(store: Store): Promise<{ run: RunRecord; publish(): Promise<void> }> {
+  const now = Date.now();
+  const thread = await store.createThread({ tenantId: TENANT, threadId: createId("thr"), checkpointId: createId("cp"), metadata: {}, now });
+  const created = await store.createRun({
+    tenantId: TENANT,
+    runId: createId("run"),
+    threadId: thread.threadId,
+    input: { role: "user", content: "Grow this thread." },
+    inputMessageId: createId("msg"),
+    checkpointId: createId("cp"),
+    idempotencyKey: null,
+    requestHash: "bench",
+    model: "bench",
+    onDisconnect: "continue",
+    recoveryPolicy: "fail",
+    expectedStateVersion: null,
+    now,
+  });
+  if (created.kind !== "created") throw new Error(`createRun answered ${created.kind}`);
+  const run = await store.claimRun({ tenantId: TENANT, runId: created.run.runId, owner: "bench", leaseExpiresAt: now + 3_600_000, now });
+  if (!run) throw new Error("claimRun failed");
+  let step = 0;
+  return {
+    run,
+    async publish() {
+      step++;
+      const result = await store.publishMessage({
+        tenantId: TENANT,
+        runId: run.runId,
+        messageId: createId("msg"),
+        checkpointId: createId("cp"),
+        role: "assistant",
+        content: CONTENT,
+        completedStepId: `model-${step}`,
+        stats: { llmCallCount: 1, inputTokens: 100, outputTokens: 80, tokensEstimated: false },
+        // The run stays `running`, so one run can grow the thread to any length.
+        complete: false,
+        now: Date.now(),
+      });
+      if (result.kind !== "published") throw new Error("publish was rejected");
+    },
+  };
+}
+
+async function measureBatch(publish: () => Promise<void>, inspector: ReturnType<typeof openInspector>): Promise<BatchCost> {
+  const usedBefore = inspector.usedBytes();
+  const payloadBefore = inspector.payloadBytes();
+  const times: number[] = [];
+  for (let index = 0; index < BATCH; index++) {
+    const start = performance.now();
+    await publish();
+    times.push((performance.now() - start) * 1000);
+  }
+  return {
+    medianMicros: median(times),
+    meanMicros: times.reduce((sum, time) => sum + time, 0) / times.length,
+    pageBytes: (inspector.usedBytes() - usedBefore) / BATCH,
+    payloadBytes: (inspector.payloadBytes() - payloadBefore) / BATCH,
+  };
+}
+
+/** Grows one thread to LATE_POSITION + BATCH messages on a fresh file, measuring both batches. */
+async function repetition(): Promise<{ early: BatchCost; late: BatchCost }> {
+  const temp = createTempDir("checkpoint");
+  const path = join(temp.dir, "checkpoint.db");
+  const store = createSqliteStore({ path });
+  const inspector = openInspector(path);
+  try {
+    const thread = await createGrowingThread(store);
+    // The thread holds the user input at position 0; publish up to position EARLY_POSITION.
+    for (let position = 1; position < EARLY_POSITION; position++) await thread.publish();
+    const early = await measureBatch(thread.publish, inspector);
+    for (let position = EARLY_POSITION + BATCH; position < LATE_POSITION; position++) await thread.publish();
+    const late = await measureBatch(thread.publish, inspector);
+    return { early, late };
+  } finally {
+    inspector.close();
+    await store.close();
+    temp.remove();
+  }
+}
+
+/** Time and bytes of one publish + checkpoint at message 10 and at message 10,000 of one thread. */
+export const checkpointCost: Benchmark = {
+  name: "checkpoint-cost",
+  summary: `publishMessage (message + checkpoint + thread stats, one tx) on SQLite: ${BATCH} publishes at message ${EARLY_POSITION} vs at message ${LATE_POSITION.toLocaleString("en")}`,
+  async run({ log }): Promise<BenchmarkResult> {
+    // One unmeasured thread on a throwaway file first, so the early batch does not pay for the JIT.
+    const warmup = createTempDir("checkpoint-warmup");
+    const warmupStore = createSqliteStore({ path: join(warmup.dir, "warmup.db") });
+    const warmupThread = await createGrowingThread(warmupStore);
+    for (let index = 0; index < 1_000; index++) await warmupThread.publish();
+    await warmupStore.close();
+    warmup.remove();
+
+    const results: { early: BatchCost; late: BatchCost }[] = [];
+    for (let index = 0; index < REPETITIONS; index++) {
+      results.push(await repetition());
+      log(`checkpoint-cost: repetition ${index + 1}/${REPETITIONS}`);
+    }
+    const pick = (at: "early" | "late", field: keyof BatchCost) => median(results.map((result) => result[at][field]));
+    const earlyMicros = round(pick("early", "medianMicros"), 1);
+    const lateMicros = round(pick("late", "medianMicros"), 1);
+    const earlyPages = round(pick("early", "pageBytes"), 0);
+    const earlyPayload = round(pick("early", "payloadBytes"), 0);
+    const timeRatio = lateMicros / earlyMicros;
+    const pageRatio = pick("late", "pageBytes") / pick("early", "pageBytes");
+    return {
+      figures: [
+        { label: `time per publish at message ${EARLY_POSITION} (median)`, value: earlyMicros, unit: "µs" },
+        {
+          ...compared({ label: `time per publish at message ${LATE_POSITION} (median)`, value: lateMicros, unit: "µs" }, { label: `at ${EARLY_POSITION}`, value: earlyMicros }),
+          target: "ratio ≤ 1.3",
+          isMet: timeRatio <= 1.3,
+        },
+        { label: `allocated bytes per publish at message ${EARLY_POSITION}`, value: earlyPages, unit: "B" },
+        {
+          ...compared({ label: `allocated bytes per publish at message ${LATE_POSITION}`, value: round(pick("late", "pageBytes"), 0), unit: "B" }, { label: `at ${EARLY_POSITION}`, value: earlyPages }),
+          target: "ratio ≤ 1.3",
+          isMet: pageRatio <= 1.3,
+        },
+        { label: `payload bytes per publish at message ${EARLY_POSITION}`, value: earlyPayload, unit: "B" },
+        compared({ label: `payload bytes per publish at message ${LATE_POSITION}`, value: round(pick("late", "payloadBytes"), 0), unit: "B" }, { label: `at ${EARLY_POSITION}`, value: earlyPayload }),
+      ],
+      details: {
+        batch: BATCH,
+        repetitions: REPETITIONS,
+        contentChars: CONTENT.length,
+        note: "bytes from a read-only connection: (page_count − freelist_count) × page_size, and SUM(payload) FROM dbstat",
+        runs: results.map((result) => ({ early: roundCost(result.early), late: roundCost(result.late) })),
+      },
+    };
+  },
+};
+
+function roundCost(cost: BatchCost): BatchCost {
+  return {
+    medianMicros: round(cost.medianMicros, 1),
+    meanMicros: round(cost.meanMicros, 1),
+    pageBytes: round(cost.pageBytes, 0),
+    payloadBytes: round(cost.payloadBytes, 0),
+  };
+}

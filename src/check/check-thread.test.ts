@@ -1,0 +1,396 @@
+import { describe, expect, it } from "vitest";
+import {
+  emptyStats,
+  type CheckpointRecord,
+  type MessageRecord,
+  type RunRecord,
+  type RunStatus,
+  type RunTransitionRecord,
+} from "../core/index.js";
+import type { ThreadSnapshot } from "../store/index.js";
+import { checkThread } from "./check-thread.js";
+
+const tenantId = "ten_a";
+const threadId = "thr_a";
+
+function checkpoint(
+  checkpointId: string,
+  stateVersion: number,
+  parentCheckpointId: string | null,
+  kind: CheckpointRecord["kind"],
+  runId: string | null,
+  messageId: string | null,
+): CheckpointRecord {
+  return {
+    tenantId,
+    checkpointId,
+    threadId,
+    parentCheckpointId,
+    stateVersion,
+    kind,
+    runId,
+    messageId,
+    completedStepId: null,
+    pendingStep: null,
+    resumePolicy: null,
+    cancelledGeneration: null,
+    createdAt: stateVersion,
+  };
+}
+
+function message(
+  messageId: string,
+  position: number,
+  role: MessageRecord["role"],
+  runId: string,
+  stateVersion: number,
+  checkpointId: string,
+): MessageRecord {
+  return {
+    tenantId,
+    messageId,
+    threadId,
+    position,
+    role,
+    content: `content of ${messageId}`,
+    runId,
+    stateVersion,
+    checkpointId,
+    publicationStatus: "published",
+    createdAt: stateVersion,
+  };
+}
+
+function run(runId: string, status: RunStatus, baseCheckpointId: string, inputMessageId: string): RunRecord {
+  return {
+    tenantId,
+    runId,
+    threadId,
+    status,
+    attempt: 1,
+    baseCheckpointId,
+    input: { role: "user", content: "hi" },
+    inputMessageId,
+    idempotencyKey: null,
+    requestHash: "hash",
+    model: "demo",
+    onDisconnect: "continue",
+    recoveryPolicy: "fail",
+    stateVersion: 0,
+    cancelRequestedAt: null,
+    cancelReason: null,
+    cancelStateVersion: null,
+    cancelCheckpointId: null,
+    publishedMessageId: null,
+    activeOperation: null,
+    failureReason: null,
+    failureMessage: null,
+    stats: emptyStats(),
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    createdAt: 0,
+    startedAt: null,
+    endedAt: null,
+  };
+}
+
+function walk(runId: string, ...statuses: RunStatus[]): RunTransitionRecord[] {
+  return statuses.map((to, index) => ({
+    tenantId,
+    runId,
+    ordinal: index + 1,
+    from: index === 0 ? null : statuses[index - 1]!,
+    to,
+    at: index,
+  }));
+}
+
+/**
+ * What the SQLite store writes for: a thread; run_1 that publishes and completes; run_2 that is
+ * cancelled while running. Versions: 1 root, 2 input 1, 3 answer 1, 4 input 2, 5 cancel.
+ */
+function cleanSnapshot(): ThreadSnapshot {
+  const completed = { ...run("run_1", "completed", "cp_1", "msg_1"), stateVersion: 3, publishedMessageId: "msg_2" };
+  const cancelled = {
+    ...run("run_2", "cancelled", "cp_3", "msg_3"),
+    stateVersion: 5,
+    cancelRequestedAt: 5,
+    cancelReason: "user",
+    cancelStateVersion: 5,
+    cancelCheckpointId: "cp_5",
+  };
+  return {
+    thread: {
+      tenantId,
+      threadId,
+      status: "active",
+      stateVersion: 5,
+      headCheckpointId: "cp_5",
+      activeRunId: null,
+      title: null,
+      metadata: {},
+      stats: emptyStats(),
+      createdAt: 0,
+      updatedAt: 5,
+    },
+    checkpoints: [
+      checkpoint("cp_1", 1, null, "thread_created", null, null),
+      checkpoint("cp_2", 2, "cp_1", "input_accepted", "run_1", "msg_1"),
+      checkpoint("cp_3", 3, "cp_2", "message_published", "run_1", "msg_2"),
+      checkpoint("cp_4", 4, "cp_3", "input_accepted", "run_2", "msg_3"),
+      checkpoint("cp_5", 5, "cp_4", "cancel_accepted", "run_2", null),
+    ],
+    messages: [
+      message("msg_1", 0, "user", "run_1", 2, "cp_2"),
+      message("msg_2", 1, "assistant", "run_1", 3, "cp_3"),
+      message("msg_3", 2, "user", "run_2", 4, "cp_4"),
+    ],
+    runs: [completed, cancelled],
+    transitions: [
+      ...walk("run_1", "queued", "running", "completed"),
+      ...walk("run_2", "queued", "running", "cancel_requested", "cancelled"),
+    ],
+  };
+}
+
+/** Appends a checkpoint and a message for `runId` as the new head, keeping invariants 1 and 5. */
+function publishAfterCancel(snapshot: ThreadSnapshot, runId: string): void {
+  snapshot.checkpoints.push(checkpoint("cp_6", 6, "cp_5", "message_published", runId, "msg_4"));
+  snapshot.messages.push(message("msg_4", 3, "assistant", runId, 6, "cp_6"));
+  snapshot.thread.stateVersion = 6;
+  snapshot.thread.headCheckpointId = "cp_6";
+}
+
+const byId = <T>(items: T[], pick: (item: T) => string, id: string): T => items.find((item) => pick(item) === id)!;
+const cp = (snapshot: ThreadSnapshot, id: string) => byId(snapshot.checkpoints, (c) => c.checkpointId, id);
+const msg = (snapshot: ThreadSnapshot, id: string) => byId(snapshot.messages, (m) => m.messageId, id);
+const rn = (snapshot: ThreadSnapshot, id: string) => byId(snapshot.runs, (r) => r.runId, id);
+
+interface Case {
+  name: string;
+  corrupt: (snapshot: ThreadSnapshot) => void;
+  /** Each expected violation: its invariant and a fragment of its detail. */
+  expected: { invariant: number; detail: RegExp; runId?: string; messageId?: string }[];
+}
+
+const cases: Case[] = [
+  {
+    name: "1: a published message's checkpoint is missing",
+    corrupt: (s) => {
+      msg(s, "msg_2").checkpointId = "cp_gone";
+    },
+    expected: [{ invariant: 1, messageId: "msg_2", detail: /points at missing checkpoint cp_gone/ }],
+  },
+  {
+    name: "1: a user message's checkpoint does not reference it",
+    corrupt: (s) => {
+      cp(s, "cp_2").messageId = null;
+    },
+    expected: [{ invariant: 1, messageId: "msg_1", detail: /cp_2 does not publish message msg_1/ }],
+  },
+  {
+    name: "1: a fragment whose checkpoint names another message",
+    corrupt: (s) => {
+      msg(s, "msg_2").publicationStatus = "fragment";
+      cp(s, "cp_3").messageId = "msg_1";
+    },
+    expected: [{ invariant: 1, messageId: "msg_2", detail: /fragment|does not publish message msg_2/ }],
+  },
+  {
+    name: "3: a run continues from a checkpoint outside the thread",
+    corrupt: (s) => {
+      rn(s, "run_2").baseCheckpointId = "cp_elsewhere";
+    },
+    expected: [{ invariant: 3, runId: "run_2", detail: /continues from checkpoint cp_elsewhere/ }],
+  },
+  {
+    name: "3: a checkpoint's parent is missing",
+    corrupt: (s) => {
+      cp(s, "cp_4").parentCheckpointId = "cp_gone";
+    },
+    expected: [{ invariant: 3, detail: /cp_4 \(v4\) has missing parent cp_gone/ }],
+  },
+  {
+    name: "3: a non-root checkpoint has no parent",
+    corrupt: (s) => {
+      cp(s, "cp_2").parentCheckpointId = null;
+    },
+    expected: [{ invariant: 3, detail: /cp_2 \(v2\) has no parent/ }],
+  },
+  {
+    name: "4: a cancelled run publishes after its cancel was accepted",
+    corrupt: (s) => publishAfterCancel(s, "run_2"),
+    expected: [{ invariant: 4, runId: "run_2", messageId: "msg_4", detail: /at v6, after its cancel was accepted at v5/ }],
+  },
+  {
+    name: "4: a cancelled run records no accepted cancel version",
+    corrupt: (s) => {
+      Object.assign(rn(s, "run_2"), { cancelStateVersion: null, cancelCheckpointId: null });
+    },
+    expected: [{ invariant: 4, runId: "run_2", detail: /is cancelled but records no accepted cancel version/ }],
+  },
+  {
+    name: "4: the cancel version has no cancel_accepted checkpoint",
+    corrupt: (s) => {
+      rn(s, "run_2").cancelStateVersion = 4;
+    },
+    expected: [{ invariant: 4, runId: "run_2", detail: /no cancel_accepted checkpoint at that version/ }],
+  },
+  {
+    name: "5: a gap in the checkpoint versions",
+    corrupt: (s) => {
+      cp(s, "cp_5").stateVersion = 6;
+      s.thread.stateVersion = 6;
+      rn(s, "run_2").cancelStateVersion = 6;
+    },
+    expected: [
+      { invariant: 5, detail: /no checkpoint holds v5 of 6/ },
+      { invariant: 5, detail: /cp_5 \(v6\) has parent cp_4 at v4, not v5/ },
+    ],
+  },
+  {
+    name: "5: two checkpoints share a version",
+    corrupt: (s) => {
+      s.checkpoints.push(checkpoint("cp_4b", 4, "cp_3", "input_accepted", "run_2", null));
+    },
+    expected: [{ invariant: 5, detail: /v4 is shared by checkpoints cp_4, cp_4b/ }],
+  },
+  {
+    name: "5: a checkpoint beyond the thread's version",
+    corrupt: (s) => {
+      s.checkpoints.push(checkpoint("cp_6", 6, "cp_5", "step_completed", "run_2", null));
+    },
+    expected: [
+      { invariant: 5, detail: /cp_6 has v6, outside the thread's 1..5/ },
+      { invariant: 5, detail: /head checkpoint cp_5 has v5 but cp_6 has v6/ },
+    ],
+  },
+  {
+    name: "5: the head is not the newest checkpoint",
+    corrupt: (s) => {
+      s.thread.headCheckpointId = "cp_4";
+    },
+    expected: [{ invariant: 5, detail: /head checkpoint cp_4 has v4 but cp_5 has v5/ }],
+  },
+  {
+    name: "5: the head is not in the thread",
+    corrupt: (s) => {
+      s.thread.headCheckpointId = "cp_gone";
+    },
+    expected: [{ invariant: 5, detail: /head checkpoint cp_gone is not in the thread/ }],
+  },
+  {
+    name: "5: a message's version differs from its checkpoint's",
+    corrupt: (s) => {
+      msg(s, "msg_2").stateVersion = 4;
+    },
+    expected: [{ invariant: 5, messageId: "msg_2", detail: /msg_2 has v4 but its checkpoint cp_3 has v3/ }],
+  },
+  {
+    name: "6: a transition leaves a terminal status",
+    corrupt: (s) => {
+      s.transitions.push({ tenantId, runId: "run_1", ordinal: 4, from: "completed", to: "running", at: 9 });
+      rn(s, "run_1").status = "running";
+    },
+    expected: [{ invariant: 6, runId: "run_1", detail: /#4 completed → running leaves terminal status completed/ }],
+  },
+  {
+    name: "6: a transition the machine does not allow",
+    corrupt: (s) => {
+      s.transitions = [
+        ...walk("run_1", "queued", "completed"),
+        ...s.transitions.filter((t) => t.runId !== "run_1"),
+      ];
+    },
+    expected: [{ invariant: 6, runId: "run_1", detail: /#2 queued → completed is not allowed/ }],
+  },
+  {
+    name: "6: a transition does not start where the previous one ended",
+    corrupt: (s) => {
+      const third = s.transitions.find((t) => t.runId === "run_2" && t.ordinal === 3)!;
+      third.from = "queued";
+    },
+    expected: [
+      { invariant: 6, runId: "run_2", detail: /#3 queued → cancel_requested is not allowed/ },
+      { invariant: 6, runId: "run_2", detail: /#3 queued → cancel_requested does not start where #2 ended \(running\)/ },
+    ],
+  },
+  {
+    name: "6: the first transition is not null → queued",
+    corrupt: (s) => {
+      s.transitions = s.transitions.filter((t) => !(t.runId === "run_1" && t.ordinal === 1));
+      for (const t of s.transitions) if (t.runId === "run_1") t.ordinal -= 1;
+    },
+    expected: [
+      { invariant: 6, runId: "run_1", detail: /starts with queued → running, not null → queued/ },
+    ],
+  },
+  {
+    name: "6: ordinals with a gap",
+    corrupt: (s) => {
+      const last = s.transitions.find((t) => t.runId === "run_2" && t.ordinal === 4)!;
+      last.ordinal = 5;
+    },
+    expected: [{ invariant: 6, runId: "run_2", detail: /ordinals 1,2,3,5, not 1..4/ }],
+  },
+  {
+    name: "6: the last transition disagrees with the run's status",
+    corrupt: (s) => {
+      rn(s, "run_1").status = "failed";
+    },
+    expected: [{ invariant: 6, runId: "run_1", detail: /is failed but its last transition ends in completed/ }],
+  },
+  {
+    name: "6: a run without transitions",
+    corrupt: (s) => {
+      s.transitions = s.transitions.filter((t) => t.runId !== "run_2");
+    },
+    expected: [{ invariant: 6, runId: "run_2", detail: /has no recorded transitions/ }],
+  },
+];
+
+describe("checkThread", () => {
+  it("finds nothing in a clean thread", () => {
+    expect(checkThread(cleanSnapshot())).toEqual([]);
+  });
+
+  it("accepts a fragment the client saved after the cancel (DESIGN §9)", () => {
+    const snapshot = cleanSnapshot();
+    publishAfterCancel(snapshot, "run_2");
+    msg(snapshot, "msg_4").publicationStatus = "fragment";
+    expect(checkThread(snapshot)).toEqual([]);
+  });
+
+  it("ignores invariant 1 for a deleted draft", () => {
+    const snapshot = cleanSnapshot();
+    Object.assign(msg(snapshot, "msg_2"), { publicationStatus: "deleted", checkpointId: "cp_gone" });
+    expect(checkThread(snapshot)).toEqual([]);
+  });
+
+  it.each(cases)("finds $name", ({ corrupt, expected }) => {
+    const snapshot = cleanSnapshot();
+    corrupt(snapshot);
+    const violations = checkThread(snapshot);
+    expect(violations).toHaveLength(expected.length);
+    expected.forEach((want, index) => {
+      expect(violations[index]).toMatchObject({
+        invariant: want.invariant,
+        tenantId,
+        threadId,
+        detail: expect.stringMatching(want.detail),
+        ...(want.runId ? { runId: want.runId } : {}),
+        ...(want.messageId ? { messageId: want.messageId } : {}),
+      });
+    });
+  });
+
+  it("does not throw on a status the machine does not know", () => {
+    const snapshot = cleanSnapshot();
+    const transition = snapshot.transitions.find((t) => t.runId === "run_1" && t.ordinal === 3)!;
+    transition.to = "exploded" as RunStatus;
+    expect(checkThread(snapshot).map((v) => v.detail)).toEqual([
+      expect.stringMatching(/#3 running → exploded names an unknown status/),
+      expect.stringMatching(/is completed but its last transition ends in exploded/),
+    ]);
+  });
+});

@@ -1,0 +1,282 @@
+/**
+ * The per-thread half of `tidemark check` (DESIGN §15): a pure function over one
+ * {@link ThreadSnapshot}, so it runs the same on any adapter and on hand-built fixtures.
+ *
+ * Invariants 2 (one idempotency key → one external action) and 7 (no tool call without an
+ * outcome) need the operation ledger and tool calls, which no store holds yet; they are not
+ * checked here rather than checked against nothing.
+ */
+import {
+  canTransition,
+  isRunStatus,
+  isTerminalStatus,
+  type CheckpointRecord,
+  type MessageRecord,
+  type RunRecord,
+  type RunTransitionRecord,
+} from "../core/index.js";
+import type { ThreadSnapshot } from "../store/index.js";
+
+/** One broken invariant, located as precisely as the rows allow. */
+export interface Violation {
+  /** The number of the invariant in DESIGN §15. */
+  invariant: number;
+  tenantId: string;
+  threadId: string;
+  runId?: string;
+  messageId?: string;
+  checkpointId?: string;
+  detail: string;
+}
+
+type Located = Omit<Violation, "tenantId" | "threadId">;
+
+/** Every violation of invariants 1, 3, 4, 5 and 6 in one thread, ordered by invariant. */
+export function checkThread(snapshot: ThreadSnapshot): Violation[] {
+  const checkpoints = new Map(snapshot.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
+  const found: Located[] = [
+    ...checkPublication(snapshot.messages, checkpoints),
+    ...checkLineage(snapshot, checkpoints),
+    ...checkCancelBoundary(snapshot, checkpoints),
+    ...checkVersions(snapshot, checkpoints),
+    ...checkTransitions(snapshot.runs, snapshot.transitions),
+  ];
+  const { tenantId, threadId } = snapshot.thread;
+  return found.map((violation) => ({ ...violation, tenantId, threadId }));
+}
+
+/** The thread's first checkpoint: the only one allowed to have no parent in the thread. */
+function isRoot(checkpoint: CheckpointRecord): boolean {
+  return checkpoint.kind === "thread_created" && checkpoint.stateVersion === 1;
+}
+
+/** Invariant 1: a visible message is always published by a checkpoint that points back at it. */
+function checkPublication(messages: MessageRecord[], checkpoints: Map<string, CheckpointRecord>): Located[] {
+  const found: Located[] = [];
+  for (const message of messages) {
+    if (message.publicationStatus !== "published" && message.publicationStatus !== "fragment") continue;
+    const at = { invariant: 1, messageId: message.messageId, checkpointId: message.checkpointId };
+    const checkpoint = checkpoints.get(message.checkpointId);
+    if (!checkpoint) {
+      found.push({
+        ...at,
+        detail:
+          `${message.publicationStatus} message ${message.messageId} ` +
+          `points at missing checkpoint ${message.checkpointId}`,
+      });
+    } else if (checkpoint.messageId !== message.messageId) {
+      found.push({
+        ...at,
+        detail:
+          `checkpoint ${checkpoint.checkpointId} does not publish message ${message.messageId} ` +
+          `(it references ${checkpoint.messageId ?? "no message"})`,
+      });
+    }
+  }
+  return found;
+}
+
+/** Invariant 3: runs continue from, and checkpoints descend from, checkpoints of this thread. */
+function checkLineage(snapshot: ThreadSnapshot, checkpoints: Map<string, CheckpointRecord>): Located[] {
+  const found: Located[] = [];
+  for (const run of snapshot.runs) {
+    if (!checkpoints.has(run.baseCheckpointId)) {
+      found.push({
+        invariant: 3,
+        runId: run.runId,
+        checkpointId: run.baseCheckpointId,
+        detail: `run ${run.runId} continues from checkpoint ${run.baseCheckpointId}, which is not in the thread`,
+      });
+    }
+  }
+  for (const checkpoint of snapshot.checkpoints) {
+    // Exempt the root whatever its parent: a fork's root will name a checkpoint of another thread.
+    if (isRoot(checkpoint)) continue;
+    const parentId = checkpoint.parentCheckpointId;
+    if (parentId === null || !checkpoints.has(parentId)) {
+      const missing = parentId === null ? "no parent" : `missing parent ${parentId}`;
+      found.push({
+        invariant: 3,
+        checkpointId: checkpoint.checkpointId,
+        detail: `checkpoint ${checkpoint.checkpointId} (v${checkpoint.stateVersion}) has ${missing}`,
+      });
+    }
+  }
+  return found;
+}
+
+/** Invariant 4: nothing a run publishes is newer than the version at which its cancel was accepted. */
+function checkCancelBoundary(snapshot: ThreadSnapshot, checkpoints: Map<string, CheckpointRecord>): Located[] {
+  const found: Located[] = [];
+  for (const run of snapshot.runs) {
+    const at = { invariant: 4, runId: run.runId };
+    const cancelVersion = run.cancelStateVersion;
+    if (cancelVersion === null) {
+      // Without the acceptance point the boundary cannot be checked, so its absence is the breach.
+      if (run.status === "cancel_requested" || run.status === "cancelling" || run.status === "cancelled") {
+        found.push({ ...at, detail: `run ${run.runId} is ${run.status} but records no accepted cancel version` });
+      }
+      continue;
+    }
+    const checkpoint = run.cancelCheckpointId === null ? undefined : checkpoints.get(run.cancelCheckpointId);
+    if (!checkpoint || checkpoint.kind !== "cancel_accepted" || checkpoint.stateVersion !== cancelVersion) {
+      found.push({
+        ...at,
+        ...(run.cancelCheckpointId === null ? {} : { checkpointId: run.cancelCheckpointId }),
+        detail:
+          `run ${run.runId} accepted its cancel at v${cancelVersion} ` +
+          "but has no cancel_accepted checkpoint at that version",
+      });
+    }
+    for (const message of snapshot.messages) {
+      // Only "published": a fragment is the client's own save of what it saw, made after the Stop
+      // on purpose (DESIGN §9), not something the run published.
+      if (message.runId !== run.runId || message.publicationStatus !== "published") continue;
+      if (message.stateVersion > cancelVersion) {
+        found.push({
+          ...at,
+          messageId: message.messageId,
+          checkpointId: message.checkpointId,
+          detail:
+            `run ${run.runId} published message ${message.messageId} at v${message.stateVersion}, ` +
+            `after its cancel was accepted at v${cancelVersion}`,
+        });
+      }
+    }
+  }
+  return found;
+}
+
+/** Invariant 5: versions 1..N, one checkpoint each, chained by one, with the head on top. */
+function checkVersions(snapshot: ThreadSnapshot, checkpoints: Map<string, CheckpointRecord>): Located[] {
+  const found: Located[] = [];
+  const { thread } = snapshot;
+  const byVersion = new Map<number, CheckpointRecord[]>();
+  for (const checkpoint of snapshot.checkpoints) {
+    const version = checkpoint.stateVersion;
+    byVersion.set(version, [...(byVersion.get(version) ?? []), checkpoint]);
+    if (!Number.isInteger(version) || version < 1 || version > thread.stateVersion) {
+      found.push({
+        invariant: 5,
+        checkpointId: checkpoint.checkpointId,
+        detail: `checkpoint ${checkpoint.checkpointId} has v${version}, outside the thread's 1..${thread.stateVersion}`,
+      });
+    }
+  }
+  for (let version = 1; version <= thread.stateVersion; version++) {
+    const holders = byVersion.get(version) ?? [];
+    if (holders.length === 0) {
+      found.push({ invariant: 5, detail: `no checkpoint holds v${version} of ${thread.stateVersion}` });
+    } else if (holders.length > 1) {
+      const ids = holders.map((holder) => holder.checkpointId).join(", ");
+      found.push({ invariant: 5, detail: `v${version} is shared by checkpoints ${ids}` });
+    }
+  }
+  for (const checkpoint of snapshot.checkpoints) {
+    const parent = checkpoint.parentCheckpointId === null ? undefined : checkpoints.get(checkpoint.parentCheckpointId);
+    const version = checkpoint.stateVersion;
+    // A missing parent is invariant 3's finding; only a present one has a version to compare.
+    if (isRoot(checkpoint) || !parent || parent.stateVersion === version - 1) continue;
+    found.push({
+      invariant: 5,
+      checkpointId: checkpoint.checkpointId,
+      detail:
+        `checkpoint ${checkpoint.checkpointId} (v${version}) has parent ${parent.checkpointId} ` +
+        `at v${parent.stateVersion}, not v${version - 1}`,
+    });
+  }
+  found.push(...checkHead(snapshot, checkpoints));
+  for (const message of snapshot.messages) {
+    const checkpoint = checkpoints.get(message.checkpointId);
+    if (!checkpoint || checkpoint.stateVersion === message.stateVersion) continue;
+    found.push({
+      invariant: 5,
+      messageId: message.messageId,
+      checkpointId: checkpoint.checkpointId,
+      detail:
+        `message ${message.messageId} has v${message.stateVersion} ` +
+        `but its checkpoint ${checkpoint.checkpointId} has v${checkpoint.stateVersion}`,
+    });
+  }
+  return found;
+}
+
+/** Part of invariant 5: the thread's head is its newest checkpoint. */
+function checkHead(snapshot: ThreadSnapshot, checkpoints: Map<string, CheckpointRecord>): Located[] {
+  const { headCheckpointId } = snapshot.thread;
+  const head = checkpoints.get(headCheckpointId);
+  if (!head) {
+    const detail = `head checkpoint ${headCheckpointId} is not in the thread`;
+    return [{ invariant: 5, checkpointId: headCheckpointId, detail }];
+  }
+  const newest = snapshot.checkpoints.reduce((a, b) => (b.stateVersion > a.stateVersion ? b : a));
+  if (newest.stateVersion === head.stateVersion) return [];
+  return [
+    {
+      invariant: 5,
+      checkpointId: headCheckpointId,
+      detail:
+        `head checkpoint ${headCheckpointId} has v${head.stateVersion} ` +
+        `but ${newest.checkpointId} has v${newest.stateVersion}`,
+    },
+  ];
+}
+
+/** Invariant 6: each run's recorded history is a legal walk of the machine, never leaving a terminal status. */
+function checkTransitions(runs: RunRecord[], transitions: RunTransitionRecord[]): Located[] {
+  const found: Located[] = [];
+  const byRun = new Map<string, RunTransitionRecord[]>();
+  for (const transition of transitions) {
+    byRun.set(transition.runId, [...(byRun.get(transition.runId) ?? []), transition]);
+  }
+  for (const run of runs) {
+    found.push(...checkRunTransitions(run, byRun.get(run.runId) ?? []));
+    byRun.delete(run.runId);
+  }
+  for (const runId of byRun.keys()) {
+    const detail = `transitions are recorded for run ${runId}, which is not in the thread`;
+    found.push({ invariant: 6, runId, detail });
+  }
+  return found;
+}
+
+function checkRunTransitions(run: RunRecord, unordered: RunTransitionRecord[]): Located[] {
+  const found: Located[] = [];
+  const at = { invariant: 6, runId: run.runId };
+  const history = [...unordered].sort((a, b) => a.ordinal - b.ordinal);
+  const ordinals = history.map((transition) => transition.ordinal);
+  if (ordinals.some((ordinal, index) => ordinal !== index + 1)) {
+    const detail = `run ${run.runId} has transition ordinals ${ordinals.join(",")}, not 1..${history.length}`;
+    found.push({ ...at, detail });
+  }
+  const first = history[0];
+  if (!first) return [...found, { ...at, detail: `run ${run.runId} has no recorded transitions` }];
+  if (first.from !== null || first.to !== "queued") {
+    const detail = `run ${run.runId} starts with ${first.from ?? "null"} → ${first.to}, not null → queued`;
+    found.push({ ...at, detail });
+  }
+  let previous: RunTransitionRecord | undefined;
+  for (const transition of history) {
+    const step = `#${transition.ordinal} ${transition.from ?? "null"} → ${transition.to}`;
+    if (!isRunStatus(transition.to) || (transition.from !== null && !isRunStatus(transition.from))) {
+      found.push({ ...at, detail: `run ${run.runId} transition ${step} names an unknown status` });
+    } else if (previous) {
+      if (isRunStatus(previous.to) && isTerminalStatus(previous.to)) {
+        found.push({ ...at, detail: `run ${run.runId} transition ${step} leaves terminal status ${previous.to}` });
+      } else if (transition.from !== null && !canTransition(transition.from, transition.to)) {
+        found.push({ ...at, detail: `run ${run.runId} transition ${step} is not allowed by the state machine` });
+      }
+      if (transition.from !== previous.to) {
+        const where = `#${previous.ordinal} ended (${previous.to})`;
+        const detail = `run ${run.runId} transition ${step} does not start where ${where}`;
+        found.push({ ...at, detail });
+      }
+    }
+    previous = transition;
+  }
+  if (previous && previous.to !== run.status) {
+    const detail = `run ${run.runId} is ${run.status} but its last transition ends in ${previous.to}`;
+    found.push({ ...at, detail });
+  }
+  return found;
+}

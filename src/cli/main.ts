@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError } from "commander";
+import { existsSync } from "node:fs";
+import { checkStore, formatCheckReport } from "../check/index.js";
+import { createDemoModel, createJsonLogger } from "../runtime/index.js";
+import { parseApiKeys } from "../server/index.js";
+import { startTidemark } from "../start-tidemark.js";
+import { createSqliteStore } from "../store/sqlite/index.js";
+
+const integer = (name: string) => (value: string) => {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number.`);
+  return Number(value);
+};
+const envNumber = (name: string): number | undefined => (process.env[name] ? Number(process.env[name]) : undefined);
+
+const program = new Command("tidemark").description("Agent runs whose Stop, disconnect and resume are honest.");
+
+program
+  .command("serve")
+  .description("serve the HTTP API (SQLite + the built-in demo model by default)")
+  .option("--port <port>", "port to listen on", integer("port"), 8787)
+  .option("--host <host>", "address to bind (loopback only unless TIDEMARK_API_KEYS is set)", "127.0.0.1")
+  .option("--db <file>", "SQLite database file", "./tidemark.db")
+  .option("--model <name>", "model to use (demo)", process.env.TIDEMARK_MODEL ?? "demo")
+  .action(async (options: { port: number; host: string; db: string; model: string }) => {
+    if (options.model !== "demo") fail(`Unknown model "${options.model}". Available: demo.`);
+    const logger = createJsonLogger();
+    const tidemark = await startTidemark({
+      dbPath: options.db,
+      host: options.host,
+      port: options.port,
+      apiKeys: parseApiKeys(process.env.TIDEMARK_API_KEYS),
+      logger,
+      model: createDemoModel({ wordsPerSecond: envNumber("TIDEMARK_DEMO_WORDS_PER_SECOND"), wordCount: envNumber("TIDEMARK_DEMO_WORDS") }),
+      leaseMs: envNumber("TIDEMARK_LEASE_MS"),
+      eventTtlMs: envNumber("TIDEMARK_EVENT_TTL_MS"),
+      heartbeatMs: envNumber("TIDEMARK_HEARTBEAT_MS"),
+    }).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error)));
+    logger.info({ url: tidemark.url, db: options.db, model: options.model }, "tidemark serving");
+    process.stdout.write(`Tidemark serving ${tidemark.url} (db ${options.db}, model ${options.model})\n`);
+    let isStopping = false;
+    const stop = (): void => {
+      if (isStopping) return;
+      isStopping = true;
+      tidemark.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+
+program
+  .command("check")
+  .description("check the invariants of DESIGN §15 over a store; exits 1 if any is violated")
+  .requiredOption("--db <file>", "SQLite database file")
+  .action(async (options: { db: string }) => {
+    if (!existsSync(options.db)) fail(`No database at ${options.db}.`);
+    const store = createSqliteStore({ path: options.db });
+    try {
+      const report = await checkStore(store);
+      process.stdout.write(`${formatCheckReport(report)}\n`);
+      process.exitCode = report.violations.length > 0 ? 1 : 0;
+    } finally {
+      await store.close();
+    }
+  });
+
+function fail(message: string): never {
+  process.stderr.write(`tidemark: ${message}\n`);
+  process.exit(2);
+}
+
+await program.parseAsync(process.argv);

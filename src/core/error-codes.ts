@@ -1,0 +1,30 @@
+/**
+ * Every public error code, its HTTP status and meaning: the one table (STYLE §6).
+ * Codes are stable: add, never rename. `docs/errors.md` is generated from this table's shape.
+ */
+export const ERROR_CODES = {
+  invalid_request: { status: 400, meaning: "The body, query or headers do not match the schema." },
+  invalid_json: { status: 400, meaning: "The body is not valid JSON." },
+  unauthorized: { status: 401, meaning: "Missing or unknown API key." },
+  not_found: { status: 404, meaning: "No such resource for this tenant (unknown and foreign ids alike)." },
+  thread_not_found: { status: 404, meaning: "No such thread for this tenant." },
+  run_not_found: { status: 404, meaning: "No such run for this tenant." },
+  method_not_allowed: { status: 405, meaning: "The path exists but not with this method." },
+  run_in_progress: { status: 409, meaning: "The thread already has an active run." },
+  state_version_conflict: {
+    status: 409,
+    meaning: "expected_state_version is not the thread's current version; reload or fork.",
+  },
+  idempotency_key_reused: {
+    status: 409,
+    meaning: "This run_id or Idempotency-Key was used for a different request.",
+  },
+  stream_expired: { status: 410, meaning: "The run's event buffer is gone; read the thread's history." },
+  payload_too_large: { status: 413, meaning: "The body exceeds the size limit." },
+  unsupported_media_type: { status: 415, meaning: "The body must be application/json." },
+  internal_error: { status: 500, meaning: "An unexpected server failure; details are in the server log only." },
+  shutting_down: { status: 503, meaning: "The server is draining and takes no new runs." },
+} as const satisfies Record<string, { status: number; meaning: string }>;
+
+/** A stable error code. */
+export type ErrorCode = keyof typeof ERROR_CODES;

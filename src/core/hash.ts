@@ -1,0 +1,17 @@
+import { createHash } from "node:crypto";
+
+/** A short, stable hash of a JSON-able value (request and step input identity). */
+export function hashJson(value: unknown): string {
+  return createHash("sha256").update(stableStringify(value)).digest("base64url").slice(0, 22);
+}
+
+function stableStringify(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableStringify).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}

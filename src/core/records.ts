@@ -1,0 +1,200 @@
+import type { FailureReason, RunStatus } from "./run-status.js";
+
+/** Counts kept per thread and per run (DESIGN §10). */
+export interface UsageStats {
+  /** Messages published (user input included). */
+  messageCount: number;
+  /** Model calls started, whether they completed or were discarded. */
+  llmCallCount: number;
+  toolCallCount: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** True when any token figure above is an estimate rather than the provider's own. */
+  tokensEstimated: boolean;
+  /** Generations started and then discarded by a cancel. */
+  discardedGenerationCount: number;
+  discardedStreamChars: number;
+  /** Output tokens generated and then discarded by a cancel. */
+  discardedOutputTokens: number;
+}
+
+/** All-zero statistics. */
+export function emptyStats(): UsageStats {
+  return {
+    messageCount: 0,
+    llmCallCount: 0,
+    toolCallCount: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    tokensEstimated: false,
+    discardedGenerationCount: 0,
+    discardedStreamChars: 0,
+    discardedOutputTokens: 0,
+  };
+}
+
+/** `a + b`, field by field. */
+export function addStats(a: UsageStats, b: Partial<UsageStats>): UsageStats {
+  return {
+    messageCount: a.messageCount + (b.messageCount ?? 0),
+    llmCallCount: a.llmCallCount + (b.llmCallCount ?? 0),
+    toolCallCount: a.toolCallCount + (b.toolCallCount ?? 0),
+    inputTokens: a.inputTokens + (b.inputTokens ?? 0),
+    outputTokens: a.outputTokens + (b.outputTokens ?? 0),
+    tokensEstimated: a.tokensEstimated || (b.tokensEstimated ?? false),
+    discardedGenerationCount: a.discardedGenerationCount + (b.discardedGenerationCount ?? 0),
+    discardedStreamChars: a.discardedStreamChars + (b.discardedStreamChars ?? 0),
+    discardedOutputTokens: a.discardedOutputTokens + (b.discardedOutputTokens ?? 0),
+  };
+}
+
+/** A conversation. `stateVersion` moves by exactly one per committed transition. */
+export interface ThreadRecord {
+  tenantId: string;
+  threadId: string;
+  status: "active" | "deleted";
+  stateVersion: number;
+  headCheckpointId: string;
+  activeRunId: string | null;
+  title: string | null;
+  metadata: Record<string, unknown>;
+  stats: UsageStats;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** Who wrote a message. */
+export type MessageRole = "user" | "assistant" | "system" | "tool";
+
+/** How a message stands in the visible result. */
+export type PublicationStatus = "published" | "fragment" | "deleted";
+
+/** One entry of the visible result; append-only. */
+export interface MessageRecord {
+  tenantId: string;
+  messageId: string;
+  threadId: string;
+  /** 0-based order within the thread. */
+  position: number;
+  role: MessageRole;
+  content: string;
+  runId: string | null;
+  stateVersion: number;
+  checkpointId: string;
+  publicationStatus: PublicationStatus;
+  createdAt: number;
+}
+
+/** What decision a checkpoint records (DESIGN §5). */
+export type CheckpointKind =
+  | "thread_created"
+  | "input_accepted"
+  | "message_published"
+  | "step_completed"
+  | "cancel_accepted";
+
+/** How a continuation from a checkpoint treats the work it names (DESIGN §5). */
+export type ResumePolicy = "regenerate_pending_step" | "reuse_tool_result" | "confirm_operation_first";
+
+/** The step a checkpoint leaves to be done, identified by a hash of its input. */
+export interface PendingStep {
+  stepId: string;
+  kind: "model" | "tool";
+  inputHash: string;
+}
+
+/** Facts about a generation that a cancel discarded. */
+export interface CancelledGeneration {
+  discardedStreamChars: number;
+  discardedOutputTokens: number;
+  tokensEstimated: boolean;
+}
+
+/** One confirmed decision, pointing at its parent; O(1) in size whatever the thread's length. */
+export interface CheckpointRecord {
+  tenantId: string;
+  checkpointId: string;
+  threadId: string;
+  parentCheckpointId: string | null;
+  stateVersion: number;
+  kind: CheckpointKind;
+  runId: string | null;
+  /** The message this checkpoint published, if any (by reference, never copied). */
+  messageId: string | null;
+  /** The step this checkpoint completed, if any. */
+  completedStepId: string | null;
+  pendingStep: PendingStep | null;
+  resumePolicy: ResumePolicy | null;
+  /** Filled once, when the worker has actually stopped after a cancel. */
+  cancelledGeneration: CancelledGeneration | null;
+  createdAt: number;
+}
+
+/** What to do with a run whose worker was lost (DESIGN §14). */
+export type RecoveryPolicy = "fail" | "resume";
+
+/** A run's input: one user message. */
+export interface RunInput {
+  role: "user";
+  content: string;
+}
+
+/** One execution attempt on a thread. */
+export interface RunRecord {
+  tenantId: string;
+  runId: string;
+  threadId: string;
+  status: RunStatus;
+  /** 1 for the first execution; a recovered run that resumes counts up. */
+  attempt: number;
+  /** The checkpoint the run continues from (its input's checkpoint is a child of it). */
+  baseCheckpointId: string;
+  input: RunInput;
+  inputMessageId: string;
+  idempotencyKey: string | null;
+  /** Hash of the create request, so a reused key with another body is refused. */
+  requestHash: string;
+  model: string;
+  onDisconnect: "continue" | "cancel";
+  recoveryPolicy: RecoveryPolicy;
+  /** The thread version after this run's last committed transition. */
+  stateVersion: number;
+  cancelRequestedAt: number | null;
+  cancelReason: string | null;
+  /** The thread version and checkpoint at which the cancel was accepted. */
+  cancelStateVersion: number | null;
+  cancelCheckpointId: string | null;
+  publishedMessageId: string | null;
+  activeOperation: string | null;
+  failureReason: FailureReason | null;
+  /** A safe, client-facing failure message. */
+  failureMessage: string | null;
+  stats: UsageStats;
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  createdAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+}
+
+/** One recorded status change of a run, for `tidemark check` (invariant 6). */
+export interface RunTransitionRecord {
+  tenantId: string;
+  runId: string;
+  /** 1-based order among this run's transitions. */
+  ordinal: number;
+  from: RunStatus | null;
+  to: RunStatus;
+  at: number;
+}
+
+/** An execution trace entry: kept apart from the result, with its own retention (DESIGN §1). */
+export interface TraceRecord {
+  tenantId: string;
+  traceId: string;
+  runId: string | null;
+  threadId: string | null;
+  kind: string;
+  data: Record<string, unknown>;
+  at: number;
+}

@@ -1,0 +1,50 @@
+import type { FailureReason, RunStatus } from "./run-status.js";
+import type { UsageStats } from "./records.js";
+
+/** Fields every event carries: the run's gapless `seq` is also the SSE `id`. */
+interface EventBase {
+  seq: number;
+  run_id: string;
+}
+
+/** What external systems were handed before a cancel took effect. */
+export interface ExternalEffect {
+  op_id: string;
+  tool: string;
+  phase: string;
+}
+
+/** One event of a run's stream (DESIGN §7), keyed on `type`. */
+export type RunEvent = EventBase &
+  (
+    | { type: "run.started"; thread_id: string; attempt: number; status: RunStatus }
+    | { type: "message.delta"; message_id: string; text: string }
+    | { type: "message.published"; message_id: string; state_version: number; checkpoint_id: string; role: string }
+    | { type: "checkpoint.saved"; checkpoint_id: string; state_version: number; kind: string }
+    | { type: "run.cancel_requested"; reason: string; accepted_state_version: number; resume_checkpoint_id: string }
+    | { type: "run.cancelling"; active_operation: string }
+    | {
+        type: "run.cancelled";
+        reason: string;
+        resume_checkpoint_id: string | null;
+        discarded_stream_chars: number;
+        external_effects: ExternalEffect[];
+      }
+    | { type: "run.completed"; state_version: number; published_message_id: string | null }
+    | { type: "run.failed"; reason: FailureReason; message: string }
+    | { type: "stats.updated"; thread_stats: UsageStats; run_stats: UsageStats }
+  );
+
+/** The type names of run events. */
+export type RunEventType = RunEvent["type"];
+
+/** An event before the buffer stamps it with its `seq`. */
+export type RunEventDraft = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, "seq"> : never) : never;
+
+/** The event types that end a run's stream. */
+export const TERMINAL_EVENT_TYPES = ["run.completed", "run.cancelled", "run.failed"] as const;
+
+/** Whether `type` ends the stream. */
+export function isTerminalEventType(type: string): boolean {
+  return (TERMINAL_EVENT_TYPES as readonly string[]).includes(type);
+}

@@ -1,0 +1,15 @@
+/**
+ * Tidemark: a runtime and server for AI agent runs whose Stop, disconnect and resume are honest.
+ *
+ * @example
+ * import { startTidemark } from "tidemark";
+ * const tidemark = await startTidemark({ dbPath: "./tidemark.db" });
+ */
+export { startTidemark, type Tidemark, type TidemarkOptions } from "./start-tidemark.js";
+export * from "./core/index.js";
+export type * from "./store/index.js";
+export { createSqliteStore } from "./store/sqlite/index.js";
+export { createRuntime, Runtime, createDemoModel } from "./runtime/index.js";
+export type { ChatModel, ModelStreamPart, RuntimeOptions } from "./runtime/index.js";
+export { createApp, startServer, createServerMetrics, parseApiKeys } from "./server/index.js";
+export { checkStore, formatCheckReport } from "./check/index.js";

@@ -1,0 +1,153 @@
+import { isTerminalStatus, type RunRecord, type UsageStats } from "../core/index.js";
+import { buildModelContext, createChatProgram, ModelFailedError, PublicationRejectedError } from "./chat-program.js";
+import { runPlan } from "./plan.js";
+import type { RunExecution } from "./run-execution.js";
+
+/** How a run's execution ended, for the caller's metrics. */
+export type ExecutionOutcome = "completed" | "cancelled" | "failed" | "handed_back";
+
+/**
+ * Executes a claimed run to its end. The store's status is the authority: whatever the plan
+ * reports, the terminal write is a compare-and-set, so a completion that raced an accepted
+ * cancel can never publish, and a cancel is reported only once the work has stopped.
+ */
+export async function executeRun(execution: RunExecution): Promise<ExecutionOutcome> {
+  const { run, store, scope } = execution;
+  let planError: unknown;
+  try {
+    const messages = await store.listMessages(run.tenantId, run.threadId);
+    const result = await runPlan(createChatProgram(execution, buildModelContext(messages)), { scope, concurrency: 4 });
+    planError = result.error;
+  } catch (error) {
+    planError = error;
+  }
+  const current = await store.getRun(run.tenantId, run.runId);
+  if (!current) return "failed";
+  return settle(execution, current, planError);
+}
+
+async function settle(execution: RunExecution, current: RunRecord, planError: unknown): Promise<ExecutionOutcome> {
+  const { run, store, clock } = execution;
+  const now = clock.now();
+
+  if (current.status === "completed") {
+    execution.emit({
+      type: "run.completed",
+      run_id: run.runId,
+      state_version: current.stateVersion,
+      published_message_id: current.publishedMessageId,
+    });
+    return "completed";
+  }
+
+  if (current.status === "cancel_requested" || current.status === "cancelling") {
+    const discarded = discardedStats(execution);
+    const finished = await store.finishRun({
+      tenantId: run.tenantId,
+      runId: run.runId,
+      to: "cancelled",
+      from: ["cancel_requested", "cancelling"],
+      stats: discarded,
+      cancelledGeneration: {
+        discardedStreamChars: discarded.discardedStreamChars ?? 0,
+        discardedOutputTokens: discarded.discardedOutputTokens ?? 0,
+        tokensEstimated: discarded.tokensEstimated ?? false,
+      },
+      now,
+    });
+    if (discarded.discardedStreamChars) {
+      execution.trace("generation_discarded", {
+        discarded_stream_chars: discarded.discardedStreamChars,
+        discarded_output_tokens: discarded.discardedOutputTokens,
+        tokens_estimated: discarded.tokensEstimated,
+      });
+    }
+    const final = finished ?? (await store.getRun(run.tenantId, run.runId))!;
+    emitTerminal(execution, final, discarded.discardedStreamChars ?? 0);
+    return "cancelled";
+  }
+
+  if (current.status === "running" && execution.stopCause?.kind === "shutdown") {
+    // A purposeful stop is not a failure: the run goes back to the queue for the next process.
+    await store.transitionRun({ tenantId: run.tenantId, runId: run.runId, from: ["running"], to: "queued", now });
+    execution.trace("handed_back", { reason: "shutdown" });
+    return "handed_back";
+  }
+
+  if (current.status === "running") {
+    const isProviderError = planError instanceof ModelFailedError;
+    const finished = await store.finishRun({
+      tenantId: run.tenantId,
+      runId: run.runId,
+      to: "failed",
+      from: ["running"],
+      stats: discardedStats(execution),
+      failureReason: isProviderError ? "provider_error" : "error",
+      failureMessage: isProviderError ? "The model failed while generating." : "The run failed.",
+      now,
+    });
+    execution.trace("run_failed", { error: describe(planError) });
+    emitTerminal(execution, finished ?? (await store.getRun(run.tenantId, run.runId))!, 0);
+    return "failed";
+  }
+
+  // Already terminal through another path (e.g. recovery): report it, publish nothing.
+  if (isTerminalStatus(current.status)) {
+    if (!(planError instanceof PublicationRejectedError)) execution.trace("execution_ended_late", { status: current.status });
+    emitTerminal(execution, current, 0);
+    return current.status;
+  }
+  execution.logger.warn({ run_id: run.runId, status: current.status }, "run left in a non-terminal status");
+  return "failed";
+}
+
+/** The counts of generation that was started and not published. */
+function discardedStats(execution: RunExecution): Partial<UsageStats> {
+  const { discarded } = execution;
+  if (discarded.llmCalls === 0) return {};
+  // The provider's own figure when it sent one before the stop, else an estimate, flagged.
+  const isEstimated = discarded.outputTokens > 0 ? discarded.isEstimated : true;
+  const outputTokens = discarded.outputTokens || Math.ceil(discarded.streamChars / 4);
+  return {
+    llmCallCount: discarded.llmCalls,
+    inputTokens: discarded.inputTokens,
+    outputTokens,
+    tokensEstimated: isEstimated,
+    discardedGenerationCount: 1,
+    discardedStreamChars: discarded.streamChars,
+    discardedOutputTokens: outputTokens,
+  };
+}
+
+/** Emits the terminal event matching `run`'s terminal status. */
+export function emitTerminal(execution: Pick<RunExecution, "emit">, run: RunRecord, discardedStreamChars: number): void {
+  if (run.status === "completed") {
+    execution.emit({
+      type: "run.completed",
+      run_id: run.runId,
+      state_version: run.stateVersion,
+      published_message_id: run.publishedMessageId,
+    });
+  } else if (run.status === "cancelled") {
+    execution.emit({
+      type: "run.cancelled",
+      run_id: run.runId,
+      reason: run.cancelReason ?? "cancelled",
+      resume_checkpoint_id: run.cancelCheckpointId,
+      discarded_stream_chars: discardedStreamChars,
+      external_effects: [],
+    });
+  } else if (run.status === "failed") {
+    execution.emit({
+      type: "run.failed",
+      run_id: run.runId,
+      reason: run.failureReason ?? "error",
+      message: run.failureMessage ?? "The run failed.",
+    });
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}${error.cause ? ` (cause: ${describe(error.cause)})` : ""}`;
+  return String(error);
+}

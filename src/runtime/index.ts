@@ -1,0 +1,11 @@
+export { Runtime, createRuntime, CancelRequestedError, conflictDetails } from "./runtime.js";
+export type { RuntimeOptions, RuntimeObserver, StartRunRequest, CancelRunResult } from "./runtime.js";
+export { CancelScope, abortableDelay } from "./cancel-scope.js";
+export { runPlan } from "./plan.js";
+export type { StepDefinition, StepContext, StepState, StepStatus, PlanOptions, PlanResult } from "./plan.js";
+export { createDemoModel, demoAnswerWords, titleFromText, type DemoModelOptions } from "./demo-model.js";
+export { estimateTokens } from "./model.js";
+export type { ChatModel, ModelMessage, ModelRequest, ModelStreamPart, ModelUsage } from "./model.js";
+export { createJsonLogger, silentLogger, type Logger } from "./logger.js";
+export { runInBackground } from "./background.js";
+export type { ExecutionOutcome } from "./execute-run.js";

@@ -1,0 +1,441 @@
+import {
+  createId,
+  hashJson,
+  isId,
+  isTerminalStatus,
+  systemClock,
+  TidemarkError,
+  type Clock,
+  type RecoveryPolicy,
+  type RunEventDraft,
+  type RunInput,
+  type RunRecord,
+  type ThreadRecord,
+} from "../core/index.js";
+import type { Store } from "../store/index.js";
+import { EventHub } from "../stream/index.js";
+import { runInBackground } from "./background.js";
+import { abortableDelay, CancelScope } from "./cancel-scope.js";
+import { titleFromText } from "./demo-model.js";
+import { emitTerminal, executeRun, type ExecutionOutcome } from "./execute-run.js";
+import { silentLogger, type Logger } from "./logger.js";
+import type { ChatModel } from "./model.js";
+import { PendingCancels } from "./pending-cancels.js";
+import { traceFor, type RunExecution } from "./run-execution.js";
+
+/** Hooks for metrics; all optional. */
+export interface RuntimeObserver {
+  /** A cancel was accepted by the store. */
+  onCancelAccepted?(run: RunRecord): void;
+  /** The run's scope was aborted, `elapsedMs` after the cancel was accepted. */
+  onCancelSignalled?(run: RunRecord, elapsedMs: number): void;
+  /** `run.cancelled` was emitted, `elapsedMs` after the cancel was accepted. */
+  onCancelCompleted?(run: RunRecord, elapsedMs: number): void;
+  onRunEnded?(run: RunRecord, outcome: ExecutionOutcome): void;
+}
+
+/** Options for {@link createRuntime}. */
+export interface RuntimeOptions {
+  store: Store;
+  model: ChatModel;
+  clock?: Clock;
+  logger?: Logger;
+  /** How long a run's event buffer is kept after its terminal event (default 15 minutes). */
+  eventTtlMs?: number;
+  /** How long a claimed run's lease lasts without a heartbeat (default 15 s). */
+  leaseMs?: number;
+  /** This process's lease owner name (default a fresh id). */
+  workerId?: string;
+  /** What recovery does with a run whose worker was lost, unless the run says (default `fail`). */
+  recoveryPolicy?: RecoveryPolicy;
+  observer?: RuntimeObserver;
+}
+
+/** A request to start a run. */
+export interface StartRunRequest {
+  tenantId: string;
+  threadId: string;
+  input: RunInput;
+  runId?: string;
+  idempotencyKey?: string;
+  expectedStateVersion?: number;
+  onDisconnect?: "continue" | "cancel";
+  recoveryPolicy?: RecoveryPolicy;
+}
+
+/** What a cancel did. */
+export type CancelRunResult =
+  | { kind: "accepted"; run: RunRecord; acceptedStateVersion: number; resumeCheckpointId: string }
+  | { kind: "already_requested"; run: RunRecord }
+  | { kind: "already_terminal"; run: RunRecord }
+  /** A client-named run that does not exist yet: the cancel applies when it is created. */
+  | { kind: "pending_creation"; runId: string };
+
+/**
+ * The embedded runtime: starts runs, executes them on this process with leases, cancels them,
+ * and recovers runs whose lease expired. The server is a thin HTTP layer over it.
+ */
+export class Runtime {
+  readonly hub: EventHub;
+  readonly store: Store;
+  readonly model: ChatModel;
+  readonly workerId: string;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #leaseMs: number;
+  readonly #recoveryPolicy: RecoveryPolicy;
+  readonly #observer: RuntimeObserver;
+  readonly #active = new Map<string, RunExecution>();
+  readonly #executions = new Set<Promise<unknown>>();
+  readonly #pendingCancels = new PendingCancels();
+  #timers: NodeJS.Timeout[] = [];
+  #isRecovering = false;
+  #isClosed = false;
+
+  constructor(options: RuntimeOptions) {
+    this.store = options.store;
+    this.model = options.model;
+    this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger ?? silentLogger;
+    this.#leaseMs = options.leaseMs ?? 15_000;
+    this.#recoveryPolicy = options.recoveryPolicy ?? "fail";
+    this.#observer = options.observer ?? {};
+    this.workerId = options.workerId ?? `wrk_${createId("run").slice(4)}`;
+    this.hub = new EventHub({ ttlMs: options.eventTtlMs });
+  }
+
+  /** Runs being executed by this process. */
+  get activeRunCount(): number {
+    return this.#active.size;
+  }
+
+  /** Starts the lease heartbeat and the recovery sweep (and runs one sweep now). */
+  async start(): Promise<void> {
+    const heartbeat = setInterval(() => {
+      runInBackground(this.#logger, "lease heartbeat", () =>
+        this.store.renewLeases(this.workerId, this.#clock.now() + this.#leaseMs),
+      );
+    }, Math.max(50, this.#leaseMs / 3));
+    const sweep = setInterval(() => runInBackground(this.#logger, "recovery", () => this.recover()), Math.max(50, this.#leaseMs / 2));
+    heartbeat.unref();
+    sweep.unref();
+    this.#timers = [heartbeat, sweep];
+    await this.recover();
+  }
+
+  /** Creates a thread with its root checkpoint. */
+  async createThread(tenantId: string, metadata: Record<string, unknown> = {}): Promise<ThreadRecord> {
+    return this.store.createThread({
+      tenantId,
+      threadId: createId("thr"),
+      checkpointId: createId("cp"),
+      metadata,
+      now: this.#clock.now(),
+    });
+  }
+
+  /** Starts a run (or returns the earlier one for a repeated run_id / Idempotency-Key). */
+  async startRun(request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
+    if (this.#isClosed) throw new TidemarkError("shutting_down", "The server is shutting down.");
+    const runId = request.runId ?? createId("run");
+    const requestHash = hashJson({ thread_id: request.threadId, input: request.input });
+    const result = await this.store.createRun({
+      tenantId: request.tenantId,
+      runId,
+      threadId: request.threadId,
+      input: request.input,
+      inputMessageId: createId("msg"),
+      checkpointId: createId("cp"),
+      idempotencyKey: request.idempotencyKey ?? null,
+      requestHash,
+      model: this.model.id,
+      onDisconnect: request.onDisconnect ?? "continue",
+      recoveryPolicy: request.recoveryPolicy ?? this.#recoveryPolicy,
+      expectedStateVersion: request.expectedStateVersion ?? null,
+      now: this.#clock.now(),
+    });
+    switch (result.kind) {
+      case "existing":
+        return { run: result.run, isNew: false };
+      case "key_reused":
+        throw new TidemarkError("idempotency_key_reused", "This run id or Idempotency-Key was used for a different request.", {
+          details: { run_id: result.run.runId },
+        });
+      case "thread_not_found":
+        throw new TidemarkError("thread_not_found", "No such thread.");
+      case "state_version_conflict":
+        throw new TidemarkError("state_version_conflict", "The thread has moved on since the version you built on.", {
+          details: conflictDetails(result.thread),
+        });
+      case "run_in_progress":
+        throw new TidemarkError("run_in_progress", "The thread already has an active run.", {
+          details: { active_run_id: result.thread.activeRunId, current_state_version: result.thread.stateVersion },
+        });
+      case "created":
+        break;
+    }
+    const { run, thread } = result;
+    this.#trace(run, "run_created", { idempotency_key: run.idempotencyKey, request_hash: requestHash, base_checkpoint_id: run.baseCheckpointId });
+    if (thread.title === null) this.#saveTitle(thread, request.input.content);
+    const pendingReason = this.#pendingCancels.take(run.tenantId, run.runId, this.#clock.now());
+    if (pendingReason !== undefined) {
+      await this.cancelRun(run.tenantId, run.runId, pendingReason);
+      return { run: (await this.store.getRun(run.tenantId, run.runId))!, isNew: true };
+    }
+    this.#launch(run);
+    return { run, isNew: true };
+  }
+
+  /** Accepts a cancel (STOP) for one run; never refused for a stale version. */
+  async cancelRun(tenantId: string, runId: string, reason: string): Promise<CancelRunResult> {
+    const key = runKey(tenantId, runId);
+    const execution = this.#active.get(key);
+    const result = await this.store.requestCancel({
+      tenantId,
+      runId,
+      reason,
+      checkpointId: createId("cp"),
+      pendingStep: execution?.activeStep ?? null,
+      now: this.#clock.now(),
+    });
+    if (result.kind === "not_found") {
+      if (!isId(runId, "run")) throw new TidemarkError("run_not_found", "No such run.");
+      this.#pendingCancels.remember(tenantId, runId, reason, this.#clock.now());
+      return { kind: "pending_creation", runId };
+    }
+    if (result.kind !== "accepted") return result;
+    const { run, thread, checkpoint } = result;
+    const acceptedAt = run.cancelRequestedAt ?? this.#clock.now();
+    this.#observer.onCancelAccepted?.(run);
+    const emit = this.#emitter(run);
+    emit({
+      type: "run.cancel_requested",
+      run_id: runId,
+      reason,
+      accepted_state_version: thread.stateVersion,
+      resume_checkpoint_id: checkpoint.checkpointId,
+    });
+    emit({ type: "checkpoint.saved", run_id: runId, checkpoint_id: checkpoint.checkpointId, state_version: checkpoint.stateVersion, kind: checkpoint.kind });
+    if (execution) {
+      execution.stopCause = { kind: "cancel", reason };
+      execution.scope.cancel(new CancelRequestedError(reason));
+      this.#observer.onCancelSignalled?.(run, this.#clock.now() - acceptedAt);
+    }
+    if (isTerminalStatus(run.status)) {
+      // It never started: nothing to wait for.
+      emitTerminal({ emit }, run, 0);
+      this.#observer.onCancelCompleted?.(run, this.#clock.now() - acceptedAt);
+    }
+    this.#trace(run, "cancel_accepted", { reason, accepted_at: acceptedAt, accepted_state_version: thread.stateVersion });
+    return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId };
+  }
+
+  /** The run once it is terminal, or as it stands when `timeoutMs` ran out; undefined if unknown. */
+  async waitForTerminal(tenantId: string, runId: string, timeoutMs: number): Promise<RunRecord | undefined> {
+    const deadline = this.#clock.now() + timeoutMs;
+    let run = await this.store.getRun(tenantId, runId);
+    while (run && !isTerminalStatus(run.status)) {
+      const remaining = deadline - this.#clock.now();
+      if (remaining <= 0) break;
+      const buffer = this.hub.get(tenantId, runId);
+      const waiter = new AbortController();
+      const waits: Promise<unknown>[] = [abortableDelay(buffer ? remaining : Math.min(remaining, 50), waiter.signal)];
+      if (buffer) waits.push(buffer.whenTerminal());
+      await Promise.race(waits).finally(() => waiter.abort());
+      run = await this.store.getRun(tenantId, runId);
+    }
+    return run;
+  }
+
+  /** TERMINATE: cancels every run of the thread and deletes it; undefined if not found. */
+  async terminateThread(tenantId: string, threadId: string): Promise<{ cancelledRunIds: string[] } | undefined> {
+    const thread = await this.store.getThread(tenantId, threadId);
+    if (!thread) return undefined;
+    const cancelledRunIds: string[] = [];
+    for (const run of await this.store.listActiveRuns(tenantId, threadId)) {
+      const result = await this.cancelRun(tenantId, run.runId, "thread_terminated");
+      if (result.kind === "accepted" || result.kind === "already_requested") cancelledRunIds.push(run.runId);
+    }
+    await this.store.deleteThread(tenantId, threadId, this.#clock.now());
+    return { cancelledRunIds };
+  }
+
+  /**
+   * Recovers runs whose lease expired (their process died): by policy they fail with
+   * `worker_lost` or resume from the last checkpoint; a run whose cancel was accepted is
+   * cancelled, since its work stopped with its worker. Returns how many were recovered.
+   */
+  async recover(): Promise<number> {
+    if (this.#isRecovering || this.#isClosed) return 0;
+    this.#isRecovering = true;
+    try {
+      const now = this.#clock.now();
+      const runs = await this.store.listRecoverableRuns(now, now - this.#leaseMs);
+      let recovered = 0;
+      for (const run of runs) {
+        if (this.#active.has(runKey(run.tenantId, run.runId))) continue;
+        if (await this.#recoverOne(run)) recovered++;
+      }
+      return recovered;
+    } finally {
+      this.#isRecovering = false;
+    }
+  }
+
+  async #recoverOne(run: RunRecord): Promise<boolean> {
+    const now = this.#clock.now();
+    const base = { tenantId: run.tenantId, runId: run.runId, now };
+    if (run.status === "queued") {
+      this.#trace(run, "recovered", { from: run.status, action: "claim" });
+      this.#launch(run);
+      return true;
+    }
+    if (run.status === "cancel_requested" || run.status === "cancelling") {
+      const finished = await this.store.finishRun({ ...base, to: "cancelled", from: [run.status], stats: {} });
+      if (finished) this.#recovered(finished, "cancelled");
+      return finished !== undefined;
+    }
+    if (run.recoveryPolicy === "resume") {
+      const requeued = await this.store.transitionRun({ ...base, from: ["running", "interrupted"], to: "queued" });
+      if (!requeued) return false;
+      this.#trace(requeued, "recovered", { from: run.status, action: "resume", attempt: requeued.attempt });
+      this.#launch(requeued);
+      return true;
+    }
+    const failed = await this.store.finishRun({
+      ...base,
+      to: "failed",
+      from: ["running", "interrupted"],
+      stats: {},
+      failureReason: "worker_lost",
+      failureMessage: "The process running this run stopped before it finished.",
+    });
+    if (failed) this.#recovered(failed, "failed");
+    return failed !== undefined;
+  }
+
+  #recovered(run: RunRecord, action: string): void {
+    this.#trace(run, "recovered", { action });
+    emitTerminal({ emit: this.#emitter(run) }, run, 0);
+  }
+
+  /** Claims a queued run for this process and executes it in the background. */
+  #launch(run: RunRecord): void {
+    const key = runKey(run.tenantId, run.runId);
+    const scope = CancelScope.root();
+    const emit = this.#emitter(run);
+    const execution: RunExecution = {
+      run,
+      store: this.store,
+      model: this.model,
+      clock: this.#clock,
+      logger: this.#logger,
+      scope,
+      emit,
+      trace: (kind, data) => this.#trace(run, kind, data),
+      activeStep: null,
+      stopCause: null,
+      discarded: { llmCalls: 0, streamChars: 0, outputTokens: 0, inputTokens: 0, isEstimated: true },
+    };
+    // Registered before the claim, so a cancel that lands while claiming still aborts it.
+    this.#active.set(key, execution);
+    const task = (async () => {
+      try {
+        const claimed = await this.store.claimRun({
+          tenantId: run.tenantId,
+          runId: run.runId,
+          owner: this.workerId,
+          leaseExpiresAt: this.#clock.now() + this.#leaseMs,
+          now: this.#clock.now(),
+        });
+        if (!claimed) return;
+        emit({ type: "run.started", run_id: run.runId, thread_id: run.threadId, attempt: claimed.attempt, status: claimed.status });
+        execution.run = claimed;
+        const outcome = await executeRun(execution);
+        this.#finished(execution, claimed, outcome);
+      } finally {
+        this.#active.delete(key);
+        scope.dispose();
+      }
+    })();
+    this.#executions.add(task);
+    runInBackground(this.#logger, `run ${run.runId}`, () => task.finally(() => this.#executions.delete(task)));
+  }
+
+  #finished(execution: RunExecution, run: RunRecord, outcome: ExecutionOutcome): void {
+    if (outcome === "cancelled" && execution.stopCause?.kind === "cancel") {
+      void this.store.getRun(run.tenantId, run.runId).then((final) => {
+        if (final?.cancelRequestedAt != null) this.#observer.onCancelCompleted?.(final, this.#clock.now() - final.cancelRequestedAt);
+      });
+    }
+    this.#observer.onRunEnded?.(run, outcome);
+  }
+
+  /** Appends to the run's buffer; the first event of every attempt is `run.started`. */
+  #emitter(run: RunRecord): (draft: RunEventDraft) => void {
+    return (draft) => {
+      const buffer = this.hub.ensure(run.tenantId, run.runId, run.attempt);
+      if (buffer.terminalEvent) return;
+      if (buffer.isEmpty && draft.type !== "run.started") {
+        buffer.append({ type: "run.started", run_id: run.runId, thread_id: run.threadId, attempt: run.attempt, status: run.status });
+      }
+      buffer.append(draft);
+    };
+  }
+
+  #saveTitle(thread: ThreadRecord, firstMessage: string): void {
+    // Its own transaction, whatever the run's fate or the client's.
+    runInBackground(this.#logger, "title", async () => {
+      const title = (await this.model.title?.(firstMessage, { signal: AbortSignal.timeout(10_000) })) ?? titleFromText(firstMessage);
+      await this.store.saveTitle(thread.tenantId, thread.threadId, title.slice(0, 200), this.#clock.now());
+    });
+  }
+
+  #trace(run: RunRecord, kind: string, data: Record<string, unknown>): void {
+    const record = traceFor(run, createId("trc"), kind, data, this.#clock.now());
+    runInBackground(this.#logger, "trace", () => this.store.appendTrace(record));
+  }
+
+  /**
+   * Stops the sweeps and hands every run this process is executing back to the queue at its
+   * next safe point (a purposeful stop is not a failure), then waits for them to settle.
+   */
+  async close(): Promise<void> {
+    this.#isClosed = true;
+    for (const timer of this.#timers) clearInterval(timer);
+    for (const execution of this.#active.values()) {
+      execution.stopCause ??= { kind: "shutdown" };
+      execution.scope.cancel(new Error("shutdown"));
+    }
+    await Promise.allSettled([...this.#executions]);
+    this.hub.clear();
+  }
+}
+
+/** A cancel's reason as the abort reason of a run's scope. */
+export class CancelRequestedError extends Error {
+  readonly reason: string;
+  constructor(reason: string) {
+    super(`cancel requested: ${reason}`);
+    this.name = "AbortError";
+    this.reason = reason;
+  }
+}
+
+/** The details of a 409 state_version_conflict. */
+export function conflictDetails(thread: ThreadRecord): Record<string, unknown> {
+  return {
+    current_checkpoint_id: thread.headCheckpointId,
+    current_state_version: thread.stateVersion,
+    allowed_actions: ["reload", `fork_from_${thread.headCheckpointId}`],
+  };
+}
+
+function runKey(tenantId: string, runId: string): string {
+  return `${tenantId}\u0000${runId}`;
+}
+
+/** Creates the embedded runtime. */
+export function createRuntime(options: RuntimeOptions): Runtime {
+  return new Runtime(options);
+}

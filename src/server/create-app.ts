@@ -1,0 +1,65 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { bodyLimit } from "hono/body-limit";
+import type { Runtime } from "../runtime/index.js";
+import { silentLogger, type Logger } from "../runtime/index.js";
+import type { AppEnv } from "./app-env.js";
+import { createAuthMiddleware } from "./auth.js";
+import { createErrorHandler, errorResponse } from "./errors.js";
+import type { ServerMetrics } from "./metrics.js";
+import { registerRunRoutes, type RunRouteOptions } from "./routes/runs.js";
+import { registerSystemRoutes } from "./routes/system.js";
+import { registerThreadRoutes } from "./routes/threads.js";
+
+/** Options for {@link createApp}. */
+export interface AppOptions extends RunRouteOptions {
+  runtime: Runtime;
+  metrics: ServerMetrics;
+  /** API key → tenant; empty means one local tenant without authentication. */
+  apiKeys?: ReadonlyMap<string, string>;
+  /** Largest accepted request body in bytes (default 1 MiB). */
+  maxBodyBytes?: number;
+  logger?: Logger;
+}
+
+/** The HTTP API as a Hono app (mount it anywhere, or serve it with {@link startServer}). */
+export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
+  const logger = options.logger ?? silentLogger;
+  const app = new OpenAPIHono<AppEnv>({
+    defaultHook: (result, c) => {
+      if (!result.success) {
+        const issues = result.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message }));
+        return errorResponse(c, "invalid_request", `The request is not valid: ${issues[0]?.path || "body"}: ${issues[0]?.message}`, {
+          issues,
+        });
+      }
+    },
+  });
+  options.metrics.trackActiveRuns(() => options.runtime.activeRunCount);
+
+  app.use(
+    "/v1/*",
+    bodyLimit({
+      maxSize: options.maxBodyBytes ?? 1024 * 1024,
+      onError: (c) => {
+        // The rest of the body is not read, so this connection cannot carry another request.
+        c.header("connection", "close");
+        return errorResponse(c, "payload_too_large", "The request body is too large.");
+      },
+    }),
+  );
+  app.use("/v1/*", createAuthMiddleware(options.apiKeys ?? new Map()));
+  registerThreadRoutes(app, options.runtime);
+  registerRunRoutes(app, options.runtime, options.metrics, options);
+  registerSystemRoutes(app, options.runtime, options.metrics);
+  app.doc31("/v1/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Tidemark",
+      version: "0.1.0",
+      description: "Agent runs whose Stop, disconnect and resume are honest.",
+    },
+  });
+  app.notFound((c) => errorResponse(c, "not_found", "No such route."));
+  app.onError(createErrorHandler(logger));
+  return app;
+}

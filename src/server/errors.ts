@@ -1,0 +1,27 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { ERROR_CODES, TidemarkError, type ErrorCode } from "../core/index.js";
+import type { Logger } from "../runtime/index.js";
+
+/** A JSON error response with a stable code. */
+export function errorResponse(c: Context, code: ErrorCode, message: string, details: Record<string, unknown> = {}): Response {
+  return c.json({ error: code, message, ...details }, ERROR_CODES[code].status as 400);
+}
+
+/**
+ * Maps any thrown error to a JSON error. Known errors keep their code and safe message; an
+ * unexpected one is logged and answered with a generic 500 that reveals nothing.
+ */
+export function createErrorHandler(logger: Logger) {
+  return function handleError(error: Error, c: Context): Response {
+    if (TidemarkError.isInstance(error)) return errorResponse(c, error.code, error.message, error.details);
+    if (error instanceof HTTPException) {
+      if (error.status === 413) return errorResponse(c, "payload_too_large", "The request body is too large.");
+      if (error.status === 415) return errorResponse(c, "unsupported_media_type", "Send the body as application/json.");
+      if (error.status === 400) return errorResponse(c, "invalid_json", "The request body is not valid JSON.");
+      if (error.status < 500) return errorResponse(c, "invalid_request", "The request is not valid.");
+    }
+    logger.error({ path: c.req.path, error: error.stack ?? String(error) }, "unexpected error");
+    return errorResponse(c, "internal_error", "Something went wrong on the server.");
+  };
+}

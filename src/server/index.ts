@@ -1,0 +1,5 @@
+export { createApp, type AppOptions } from "./create-app.js";
+export { startServer, type RunningServer } from "./start-server.js";
+export { createServerMetrics, type ServerMetrics } from "./metrics.js";
+export { parseApiKeys, LOCAL_TENANT } from "./auth.js";
+export type { AppEnv } from "./app-env.js";

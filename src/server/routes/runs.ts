@@ -1,0 +1,183 @@
+import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
+import { isTerminalStatus, TidemarkError, type RunRecord, type ThreadRecord } from "../../core/index.js";
+import type { CancelRunResult, Runtime } from "../../runtime/index.js";
+import { streamRunEvents } from "../../stream/index.js";
+import type { AppEnv } from "../app-env.js";
+import type { ServerMetrics } from "../metrics.js";
+import {
+  CancelQuery,
+  CancelRunBody,
+  CancelRunResponse,
+  CreateRunBody,
+  errorResponses,
+  EventsQuery,
+  RunIdParam,
+  RunSchema,
+  ThreadIdParam,
+} from "../schemas.js";
+import { eventsUrl, historyUrl, runView } from "../wire.js";
+
+const json = <T>(schema: T) => ({ "application/json": { schema } });
+
+const createRun = createRoute({
+  method: "post",
+  path: "/v1/threads/{thread_id}/runs",
+  summary: "Start a run: the input is published with its checkpoint at once",
+  request: {
+    params: ThreadIdParam,
+    headers: z.object({ "idempotency-key": z.string().min(1).max(200).optional() }),
+    body: { content: json(CreateRunBody), required: true },
+  },
+  responses: {
+    200: { description: "The same run, for a repeated run_id or Idempotency-Key", content: json(RunSchema) },
+    201: { description: "The new run; its events address is in Location", content: json(RunSchema) },
+    ...errorResponses(400, 401, 404, 409, 413, 415),
+  },
+});
+
+const getRun = createRoute({
+  method: "get",
+  path: "/v1/runs/{run_id}",
+  summary: "The run's status model",
+  request: { params: RunIdParam },
+  responses: { 200: { description: "The run", content: json(RunSchema) }, ...errorResponses(401, 404) },
+});
+
+const getEvents = createRoute({
+  method: "get",
+  path: "/v1/runs/{run_id}/events",
+  summary: "The run's events as SSE: replay after Last-Event-ID (or ?after=), then live, ending after the terminal event",
+  request: { params: RunIdParam, query: EventsQuery, headers: z.object({ "last-event-id": z.string().optional() }) },
+  responses: {
+    200: { description: "An SSE stream", content: { "text/event-stream": { schema: z.string() } } },
+    ...errorResponses(400, 401, 404, 410),
+  },
+});
+
+const cancelRun = createRoute({
+  method: "post",
+  path: "/v1/runs/{run_id}/cancel",
+  summary: "Stop a run (never refused for a stale version); ?wait= waits until it is truly terminal",
+  request: { params: RunIdParam, query: CancelQuery, body: { content: json(CancelRunBody), required: false } },
+  responses: {
+    200: { description: "The run is terminal (already, or within ?wait=)", content: json(CancelRunResponse) },
+    202: { description: "The cancel was accepted (or remembered for a run not created yet)", content: json(CancelRunResponse) },
+    ...errorResponses(400, 401, 404, 413, 415),
+  },
+});
+
+/** Options the run routes take from the server's options. */
+export interface RunRouteOptions {
+  heartbeatMs?: number;
+  maxBacklogEvents?: number;
+  stallTimeoutMs?: number;
+}
+
+/** Run routes: create, read, events, cancel. */
+export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, metrics: ServerMetrics, options: RunRouteOptions): void {
+  const requireRun = async (tenantId: string, runId: string): Promise<RunRecord> => {
+    const run = await runtime.store.getRun(tenantId, runId);
+    if (!run) throw new TidemarkError("run_not_found", "No such run.");
+    return run;
+  };
+
+  app.openapi(createRun, async function createRunHandler(c) {
+    const body = c.req.valid("json");
+    const { thread_id } = c.req.valid("param");
+    const idempotencyKey = c.req.valid("header")["idempotency-key"];
+    if (body.run_id !== undefined && !/^run_[0-9a-z]{26}$/.test(body.run_id)) {
+      throw new TidemarkError("invalid_request", "run_id must be a run id such as run_01jd8x0f1ae2rbv7c9ks0d8m5q.");
+    }
+    const { run, isNew } = await runtime.startRun({
+      tenantId: c.get("tenantId"),
+      threadId: thread_id,
+      input: body.input,
+      runId: body.run_id,
+      idempotencyKey,
+      expectedStateVersion: body.expected_state_version,
+      onDisconnect: body.on_disconnect,
+      recoveryPolicy: body.recovery_policy,
+    });
+    c.header("Location", eventsUrl(run.runId));
+    return c.json(runView(run), isNew ? 201 : 200);
+  });
+
+  app.openapi(getRun, async function getRunHandler(c) {
+    const run = await requireRun(c.get("tenantId"), c.req.valid("param").run_id);
+    return c.json(runView(run), 200);
+  });
+
+  app.openapi(getEvents, async function getEventsHandler(c) {
+    const tenantId = c.get("tenantId");
+    const run = await requireRun(tenantId, c.req.valid("param").run_id);
+    const afterText = c.req.valid("header")["last-event-id"] ?? c.req.valid("query").after ?? "0";
+    if (!/^\d{1,16}$/.test(afterText.trim())) {
+      throw new TidemarkError("invalid_request", "Last-Event-ID must be the seq of an event of this run.");
+    }
+    const afterSeq = Number(afterText.trim());
+    const buffer = runtime.hub.get(tenantId, run.runId);
+    // The buffer is gone (expired, or lost with a restart), or does not hold the point the client
+    // reached: an earlier attempt's stream, or one lost with its process.
+    if (!buffer || (afterSeq > 0 && (afterSeq < buffer.firstSeq - 1 || afterSeq > buffer.lastSeq))) {
+      throw new TidemarkError("stream_expired", "This run's event stream is no longer available; read the thread's history.", {
+        details: { history_url: historyUrl(run.threadId), run_status: run.status },
+      });
+    }
+    streamRunEvents(c.env.outgoing, buffer, {
+      afterSeq: Math.max(afterSeq, buffer.firstSeq - 1),
+      heartbeatMs: options.heartbeatMs,
+      maxBacklogEvents: options.maxBacklogEvents,
+      stallTimeoutMs: options.stallTimeoutMs,
+      onFramesWritten: (count) => metrics.eventsSent.inc(count),
+      onSlowSubscriber: () => metrics.slowSubscribers.inc(),
+    });
+    return RESPONSE_ALREADY_SENT as never;
+  });
+
+  app.openapi(cancelRun, async function cancelRunHandler(c) {
+    const tenantId = c.get("tenantId");
+    const { run_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const waitMs = Math.min(Number(c.req.valid("query").wait ?? 0), 60_000);
+    const result = await runtime.cancelRun(tenantId, run_id, body.reason ?? "user_requested");
+    if (result.kind === "pending_creation") {
+      return c.json(
+        {
+          run_id,
+          status: "cancel_requested" as const,
+          already_terminal: false,
+          pending_creation: true,
+          accepted_state_version: null,
+          resume_checkpoint_id: null,
+          published_message_id: null,
+        },
+        202,
+      );
+    }
+    let run = result.run;
+    let waitTimedOut: boolean | undefined;
+    if (waitMs > 0 && !isTerminalStatus(run.status)) {
+      run = (await runtime.waitForTerminal(tenantId, run_id, waitMs)) ?? run;
+      waitTimedOut = !isTerminalStatus(run.status);
+    }
+    // Too late or repeated: the client builds on the thread's current head.
+    const thread = result.kind === "accepted" ? undefined : await runtime.store.getThread(tenantId, run.threadId);
+    const body202 = cancelBody(result, run, thread);
+    const isTerminalNow = isTerminalStatus(run.status) && (result.kind === "already_terminal" || waitMs > 0);
+    return c.json({ ...body202, ...(waitTimedOut === undefined ? {} : { wait_timed_out: waitTimedOut }) }, isTerminalNow ? 200 : 202);
+  });
+}
+
+function cancelBody(result: Exclude<CancelRunResult, { kind: "pending_creation" }>, run: RunRecord, thread: ThreadRecord | undefined) {
+  return {
+    run_id: run.runId,
+    status: run.status,
+    already_terminal: result.kind === "already_terminal",
+    pending_creation: false,
+    // The version and checkpoint the client must build on now.
+    accepted_state_version: thread?.stateVersion ?? run.cancelStateVersion ?? run.stateVersion,
+    resume_checkpoint_id: thread?.headCheckpointId ?? run.cancelCheckpointId,
+    published_message_id: run.publishedMessageId,
+  };
+}

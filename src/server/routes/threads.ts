@@ -1,0 +1,125 @@
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { TidemarkError } from "../../core/index.js";
+import type { Runtime } from "../../runtime/index.js";
+import type { AppEnv } from "../app-env.js";
+import {
+  CheckpointSchema,
+  CreateThreadBody,
+  errorResponses,
+  MessageSchema,
+  ThreadIdParam,
+  ThreadSchema,
+} from "../schemas.js";
+import { z } from "@hono/zod-openapi";
+import { checkpointView, messageView, threadView } from "../wire.js";
+
+const json = <T>(schema: T) => ({ "application/json": { schema } });
+
+const createThread = createRoute({
+  method: "post",
+  path: "/v1/threads",
+  summary: "Create a thread",
+  request: { body: { content: json(CreateThreadBody), required: false } },
+  responses: { 201: { description: "The new thread", content: json(ThreadSchema) }, ...errorResponses(400, 401, 413, 415) },
+});
+
+const getThread = createRoute({
+  method: "get",
+  path: "/v1/threads/{thread_id}",
+  summary: "A thread's status, version, statistics and title",
+  request: { params: ThreadIdParam },
+  responses: { 200: { description: "The thread", content: json(ThreadSchema) }, ...errorResponses(401, 404) },
+});
+
+const deleteThread = createRoute({
+  method: "delete",
+  path: "/v1/threads/{thread_id}",
+  summary: "Terminate a thread: cancel every run of it and delete it",
+  request: { params: ThreadIdParam },
+  responses: {
+    200: {
+      description: "Deleted",
+      content: json(z.object({ thread_id: z.string(), status: z.literal("deleted"), cancelled_run_ids: z.array(z.string()) })),
+    },
+    ...errorResponses(401, 404),
+  },
+});
+
+const getHistory = createRoute({
+  method: "get",
+  path: "/v1/threads/{thread_id}/history",
+  summary: "The visible result: published messages in order",
+  request: { params: ThreadIdParam },
+  responses: {
+    200: {
+      description: "History",
+      content: json(
+        z.object({ thread_id: z.string(), state_version: z.number().int(), head_checkpoint_id: z.string(), messages: z.array(MessageSchema) }),
+      ),
+    },
+    ...errorResponses(401, 404),
+  },
+});
+
+const getCheckpoints = createRoute({
+  method: "get",
+  path: "/v1/threads/{thread_id}/checkpoints",
+  summary: "The checkpoint chain, oldest first",
+  request: { params: ThreadIdParam },
+  responses: {
+    200: {
+      description: "Checkpoints",
+      content: json(z.object({ thread_id: z.string(), state_version: z.number().int(), checkpoints: z.array(CheckpointSchema) })),
+    },
+    ...errorResponses(401, 404),
+  },
+});
+
+/** Thread routes: create, read, terminate, history, checkpoints. */
+export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime): void {
+  const requireThread = async (tenantId: string, threadId: string) => {
+    const thread = await runtime.store.getThread(tenantId, threadId);
+    if (!thread) throw new TidemarkError("thread_not_found", "No such thread.");
+    return thread;
+  };
+
+  app.openapi(createThread, async function createThreadHandler(c) {
+    const body = c.req.valid("json");
+    const thread = await runtime.createThread(c.get("tenantId"), body.metadata ?? {});
+    return c.json(threadView(thread), 201);
+  });
+
+  app.openapi(getThread, async function getThreadHandler(c) {
+    const thread = await requireThread(c.get("tenantId"), c.req.valid("param").thread_id);
+    return c.json(threadView(thread), 200);
+  });
+
+  app.openapi(deleteThread, async function deleteThreadHandler(c) {
+    const { thread_id } = c.req.valid("param");
+    const result = await runtime.terminateThread(c.get("tenantId"), thread_id);
+    if (!result) throw new TidemarkError("thread_not_found", "No such thread.");
+    return c.json({ thread_id, status: "deleted" as const, cancelled_run_ids: result.cancelledRunIds }, 200);
+  });
+
+  app.openapi(getHistory, async function getHistoryHandler(c) {
+    const tenantId = c.get("tenantId");
+    const thread = await requireThread(tenantId, c.req.valid("param").thread_id);
+    const messages = await runtime.store.listMessages(tenantId, thread.threadId);
+    return c.json(
+      {
+        thread_id: thread.threadId,
+        state_version: thread.stateVersion,
+        head_checkpoint_id: thread.headCheckpointId,
+        messages: messages.filter((message) => message.publicationStatus !== "deleted").map(messageView),
+      },
+      200,
+    );
+  });
+
+  app.openapi(getCheckpoints, async function getCheckpointsHandler(c) {
+    const tenantId = c.get("tenantId");
+    const thread = await requireThread(tenantId, c.req.valid("param").thread_id);
+    const checkpoints = await runtime.store.listCheckpoints(tenantId, thread.threadId);
+    return c.json({ thread_id: thread.threadId, state_version: thread.stateVersion, checkpoints: checkpoints.map(checkpointView) }, 200);
+  });
+}

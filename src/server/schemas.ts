@@ -1,0 +1,155 @@
+/** Request and response schemas: validation and the OpenAPI 3.1 document come from these. */
+import { z } from "@hono/zod-openapi";
+import { ERROR_CODES, RUN_STATUSES } from "../core/index.js";
+
+export const ErrorSchema = z
+  .object({
+    error: z.enum(Object.keys(ERROR_CODES) as [keyof typeof ERROR_CODES]).openapi({ example: "run_in_progress" }),
+    message: z.string(),
+  })
+  .catchall(z.unknown())
+  .openapi("Error");
+
+export const StatsSchema = z
+  .object({
+    message_count: z.number().int(),
+    llm_call_count: z.number().int(),
+    tool_call_count: z.number().int(),
+    input_tokens: z.number().int(),
+    output_tokens: z.number().int(),
+    tokens_estimated: z.boolean(),
+    discarded_generation_count: z.number().int(),
+    discarded_stream_chars: z.number().int(),
+    discarded_output_tokens: z.number().int(),
+  })
+  .openapi("Stats");
+
+export const ThreadSchema = z
+  .object({
+    thread_id: z.string().openapi({ example: "thr_01jd8x0f1ae2rbv7c9ks0d8m5q" }),
+    state_version: z.number().int(),
+    status: z.enum(["idle", "busy"]),
+    head_checkpoint_id: z.string(),
+    active_run_id: z.string().nullable(),
+    title: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()),
+    stats: StatsSchema,
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .openapi("Thread");
+
+export const RunSchema = z
+  .object({
+    run_id: z.string().openapi({ example: "run_01jd8x0f1ae2rbv7c9ks0d8m5q" }),
+    thread_id: z.string(),
+    status: z.enum(RUN_STATUSES),
+    state_version: z.number().int(),
+    attempt: z.number().int(),
+    model: z.string(),
+    base_checkpoint_id: z.string(),
+    input_message_id: z.string(),
+    cancel_requested_at: z.string().nullable(),
+    cancel_reason: z.string().nullable(),
+    resume_checkpoint_id: z.string().nullable(),
+    published_message_id: z.string().nullable(),
+    active_operation: z.string().nullable(),
+    failure_reason: z.string().nullable(),
+    failure_message: z.string().nullable(),
+    on_disconnect: z.enum(["continue", "cancel"]),
+    recovery_policy: z.enum(["fail", "resume"]),
+    stats: StatsSchema,
+    created_at: z.string(),
+    started_at: z.string().nullable(),
+    ended_at: z.string().nullable(),
+    events_url: z.string(),
+  })
+  .openapi("Run");
+
+export const MessageSchema = z
+  .object({
+    message_id: z.string(),
+    role: z.enum(["user", "assistant", "system", "tool"]),
+    content: z.string(),
+    run_id: z.string().nullable(),
+    state_version: z.number().int(),
+    checkpoint_id: z.string(),
+    publication_status: z.enum(["published", "fragment", "deleted"]),
+    position: z.number().int(),
+    created_at: z.string(),
+  })
+  .openapi("Message");
+
+export const CheckpointSchema = z
+  .object({
+    checkpoint_id: z.string(),
+    parent_checkpoint_id: z.string().nullable(),
+    state_version: z.number().int(),
+    kind: z.string(),
+    run_id: z.string().nullable(),
+    message_id: z.string().nullable(),
+    completed_step_id: z.string().nullable(),
+    pending_step: z.object({ step_id: z.string(), kind: z.string(), input_hash: z.string() }).nullable(),
+    resume_policy: z.string().nullable(),
+    cancelled_generation: z
+      .object({ discarded_stream_chars: z.number(), discarded_output_tokens: z.number(), tokens_estimated: z.boolean() })
+      .nullable(),
+    created_at: z.string(),
+  })
+  .openapi("Checkpoint");
+
+export const CreateThreadBody = z
+  .strictObject({ metadata: z.record(z.string(), z.unknown()).optional() })
+  .openapi("CreateThreadRequest");
+
+export const CreateRunBody = z
+  .strictObject({
+    input: z.strictObject({
+      role: z.literal("user"),
+      content: z.string().min(1).max(100_000),
+    }),
+    run_id: z.string().max(100).optional().openapi({ description: "Name the run yourself (a `run_…` id); a repeat returns the same run." }),
+    expected_state_version: z.number().int().min(0).optional(),
+    on_disconnect: z.enum(["continue", "cancel"]).optional(),
+    multitask: z.enum(["reject"]).optional().openapi({ description: "Only `reject` (409 run_in_progress) for now." }),
+    recovery_policy: z.enum(["fail", "resume"]).optional().openapi({
+      description: "What to do if the process running it dies: fail with worker_lost (default) or resume from the last checkpoint.",
+    }),
+  })
+  .openapi("CreateRunRequest");
+
+export const CancelRunBody = z
+  .strictObject({
+    reason: z.string().min(1).max(200).optional(),
+    expected_state_version: z.number().int().min(0).optional(),
+  })
+  .openapi("CancelRunRequest");
+
+export const CancelRunResponse = z
+  .object({
+    run_id: z.string(),
+    status: z.enum(RUN_STATUSES),
+    already_terminal: z.boolean(),
+    pending_creation: z.boolean(),
+    accepted_state_version: z.number().int().nullable(),
+    resume_checkpoint_id: z.string().nullable(),
+    published_message_id: z.string().nullable(),
+    wait_timed_out: z.boolean().optional(),
+  })
+  .openapi("CancelRunResponse");
+
+export const ThreadIdParam = z.object({ thread_id: z.string().min(1).max(100) });
+export const RunIdParam = z.object({ run_id: z.string().min(1).max(100) });
+export const EventsQuery = z.object({
+  after: z.string().regex(/^\d{1,16}$/).optional().openapi({ description: "Replay events after this seq (like Last-Event-ID)." }),
+});
+export const CancelQuery = z.object({
+  wait: z.string().regex(/^\d{1,6}$/).optional().openapi({ description: "Wait up to this many ms (max 60000) until the run is terminal." }),
+});
+
+/** JSON error responses every route can give. */
+export function errorResponses(...statuses: number[]) {
+  return Object.fromEntries(
+    statuses.map((status) => [status, { description: "Error", content: { "application/json": { schema: ErrorSchema } } }]),
+  );
+}

@@ -1,0 +1,101 @@
+/** Records → the fixed snake_case wire shapes of DESIGN §8. */
+import type { CheckpointRecord, MessageRecord, RunRecord, ThreadRecord, UsageStats } from "../core/index.js";
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export function statsView(stats: UsageStats) {
+  return {
+    message_count: stats.messageCount,
+    llm_call_count: stats.llmCallCount,
+    tool_call_count: stats.toolCallCount,
+    input_tokens: stats.inputTokens,
+    output_tokens: stats.outputTokens,
+    tokens_estimated: stats.tokensEstimated,
+    discarded_generation_count: stats.discardedGenerationCount,
+    discarded_stream_chars: stats.discardedStreamChars,
+    discarded_output_tokens: stats.discardedOutputTokens,
+  };
+}
+
+export function threadView(thread: ThreadRecord) {
+  return {
+    thread_id: thread.threadId,
+    state_version: thread.stateVersion,
+    status: thread.activeRunId === null ? ("idle" as const) : ("busy" as const),
+    head_checkpoint_id: thread.headCheckpointId,
+    active_run_id: thread.activeRunId,
+    title: thread.title,
+    metadata: thread.metadata,
+    stats: statsView(thread.stats),
+    created_at: iso(thread.createdAt)!,
+    updated_at: iso(thread.updatedAt)!,
+  };
+}
+
+export function runView(run: RunRecord) {
+  return {
+    run_id: run.runId,
+    thread_id: run.threadId,
+    status: run.status,
+    state_version: run.stateVersion,
+    attempt: run.attempt,
+    model: run.model,
+    base_checkpoint_id: run.baseCheckpointId,
+    input_message_id: run.inputMessageId,
+    cancel_requested_at: iso(run.cancelRequestedAt),
+    cancel_reason: run.cancelReason,
+    resume_checkpoint_id: run.cancelCheckpointId,
+    published_message_id: run.publishedMessageId,
+    active_operation: run.activeOperation,
+    failure_reason: run.failureReason,
+    failure_message: run.failureMessage,
+    on_disconnect: run.onDisconnect,
+    recovery_policy: run.recoveryPolicy,
+    stats: statsView(run.stats),
+    created_at: iso(run.createdAt)!,
+    started_at: iso(run.startedAt),
+    ended_at: iso(run.endedAt),
+    events_url: eventsUrl(run.runId),
+  };
+}
+
+export function messageView(message: MessageRecord) {
+  return {
+    message_id: message.messageId,
+    role: message.role,
+    content: message.content,
+    run_id: message.runId,
+    state_version: message.stateVersion,
+    checkpoint_id: message.checkpointId,
+    publication_status: message.publicationStatus,
+    position: message.position,
+    created_at: iso(message.createdAt)!,
+  };
+}
+
+export function checkpointView(checkpoint: CheckpointRecord) {
+  return {
+    checkpoint_id: checkpoint.checkpointId,
+    parent_checkpoint_id: checkpoint.parentCheckpointId,
+    state_version: checkpoint.stateVersion,
+    kind: checkpoint.kind,
+    run_id: checkpoint.runId,
+    message_id: checkpoint.messageId,
+    completed_step_id: checkpoint.completedStepId,
+    pending_step: checkpoint.pendingStep
+      ? { step_id: checkpoint.pendingStep.stepId, kind: checkpoint.pendingStep.kind, input_hash: checkpoint.pendingStep.inputHash }
+      : null,
+    resume_policy: checkpoint.resumePolicy,
+    cancelled_generation: checkpoint.cancelledGeneration
+      ? {
+          discarded_stream_chars: checkpoint.cancelledGeneration.discardedStreamChars,
+          discarded_output_tokens: checkpoint.cancelledGeneration.discardedOutputTokens,
+          tokens_estimated: checkpoint.cancelledGeneration.tokensEstimated,
+        }
+      : null,
+    created_at: iso(checkpoint.createdAt)!,
+  };
+}
+
+export const eventsUrl = (runId: string): string => `/v1/runs/${runId}/events`;
+export const historyUrl = (threadId: string): string => `/v1/threads/${threadId}/history`;

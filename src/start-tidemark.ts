@@ -1,0 +1,90 @@
+import type { RecoveryPolicy } from "./core/index.js";
+import type { Store } from "./store/index.js";
+import { createSqliteStore } from "./store/sqlite/index.js";
+import { createDemoModel, createRuntime, silentLogger, type ChatModel, type Logger, type Runtime } from "./runtime/index.js";
+import { createServerMetrics, startServer, type RunningServer } from "./server/index.js";
+
+/** Options for {@link startTidemark}. */
+export interface TidemarkOptions {
+  /** SQLite file (default `./tidemark.db`); ignored when `store` is given. */
+  dbPath?: string;
+  store?: Store;
+  /** The model (default: the built-in demo model). */
+  model?: ChatModel;
+  host?: string;
+  /** 0 picks a free port (default 8787). */
+  port?: number;
+  /** API key → tenant; empty serves one local tenant and requires a loopback host. */
+  apiKeys?: ReadonlyMap<string, string>;
+  logger?: Logger;
+  eventTtlMs?: number;
+  leaseMs?: number;
+  heartbeatMs?: number;
+  maxBacklogEvents?: number;
+  stallTimeoutMs?: number;
+  recoveryPolicy?: RecoveryPolicy;
+}
+
+/** A running Tidemark: store, runtime and HTTP server. */
+export interface Tidemark {
+  url: string;
+  port: number;
+  store: Store;
+  runtime: Runtime;
+  server: RunningServer;
+  /** Hands running runs back (they resume or fail by policy on the next start), then closes. */
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/**
+ * Starts the embedded product: SQLite + the runtime + the HTTP API.
+ *
+ * @example
+ * const tidemark = await startTidemark({ dbPath: "./tidemark.db", port: 8787 });
+ * console.log(`serving ${tidemark.url}`);
+ */
+export async function startTidemark(options: TidemarkOptions = {}): Promise<Tidemark> {
+  const host = options.host ?? "127.0.0.1";
+  const apiKeys = options.apiKeys ?? new Map<string, string>();
+  if (apiKeys.size === 0 && !LOOPBACK.has(host)) {
+    throw new Error(`Without TIDEMARK_API_KEYS the server only binds a loopback address, not ${host}.`);
+  }
+  const store = options.store ?? createSqliteStore({ path: options.dbPath ?? "./tidemark.db" });
+  const metrics = createServerMetrics();
+  const logger = options.logger ?? silentLogger;
+  const runtime = createRuntime({
+    store,
+    model: options.model ?? createDemoModel(),
+    logger,
+    eventTtlMs: options.eventTtlMs,
+    leaseMs: options.leaseMs,
+    recoveryPolicy: options.recoveryPolicy,
+    observer: metrics.observer,
+  });
+  await runtime.start();
+  const server = await startServer({
+    runtime,
+    metrics,
+    apiKeys,
+    logger,
+    host,
+    port: options.port ?? 8787,
+    heartbeatMs: options.heartbeatMs,
+    maxBacklogEvents: options.maxBacklogEvents,
+    stallTimeoutMs: options.stallTimeoutMs,
+  });
+  return {
+    url: server.url,
+    port: server.port,
+    store,
+    runtime,
+    server,
+    async close() {
+      await runtime.close();
+      await server.close();
+      await store.close();
+    },
+  };
+}

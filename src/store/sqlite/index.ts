@@ -1,0 +1,2 @@
+export { createSqliteStore, type SqliteStoreOptions } from "./sqlite-store.js";
+export { MIGRATIONS, migrate } from "./migrations.js";

@@ -1,0 +1,139 @@
+import type Database from "better-sqlite3";
+
+/** Versioned schema changes, applied in order, each once, in its own transaction. */
+export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: "core",
+    sql: `
+      CREATE TABLE threads (
+        tenant_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        state_version INTEGER NOT NULL,
+        head_checkpoint_id TEXT NOT NULL,
+        active_run_id TEXT,
+        title TEXT,
+        metadata TEXT NOT NULL,
+        next_position INTEGER NOT NULL,
+        stats TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, thread_id)
+      ) WITHOUT ROWID;
+
+      CREATE TABLE messages (
+        tenant_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        run_id TEXT,
+        state_version INTEGER NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        publication_status TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, message_id)
+      ) WITHOUT ROWID;
+      CREATE UNIQUE INDEX messages_by_thread ON messages (tenant_id, thread_id, position);
+
+      CREATE TABLE checkpoints (
+        tenant_id TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        parent_checkpoint_id TEXT,
+        state_version INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        run_id TEXT,
+        message_id TEXT,
+        completed_step_id TEXT,
+        pending_step TEXT,
+        resume_policy TEXT,
+        cancelled_generation TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, checkpoint_id)
+      ) WITHOUT ROWID;
+      -- No two transitions of a thread share a version (invariant 5).
+      CREATE UNIQUE INDEX checkpoints_by_version ON checkpoints (tenant_id, thread_id, state_version);
+
+      CREATE TABLE runs (
+        tenant_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        base_checkpoint_id TEXT NOT NULL,
+        input TEXT NOT NULL,
+        input_message_id TEXT NOT NULL,
+        idempotency_key TEXT,
+        request_hash TEXT NOT NULL,
+        model TEXT NOT NULL,
+        on_disconnect TEXT NOT NULL,
+        recovery_policy TEXT NOT NULL,
+        state_version INTEGER NOT NULL,
+        cancel_requested_at INTEGER,
+        cancel_reason TEXT,
+        cancel_state_version INTEGER,
+        cancel_checkpoint_id TEXT,
+        published_message_id TEXT,
+        active_operation TEXT,
+        failure_reason TEXT,
+        failure_message TEXT,
+        stats TEXT NOT NULL,
+        lease_owner TEXT,
+        lease_expires_at INTEGER,
+        transition_count INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        started_at INTEGER,
+        ended_at INTEGER,
+        PRIMARY KEY (tenant_id, run_id)
+      ) WITHOUT ROWID;
+      CREATE UNIQUE INDEX runs_by_idempotency_key ON runs (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+      CREATE INDEX runs_by_thread ON runs (tenant_id, thread_id);
+      CREATE INDEX runs_unfinished ON runs (status, lease_expires_at)
+        WHERE status NOT IN ('completed', 'failed', 'cancelled');
+
+      CREATE TABLE run_transitions (
+        tenant_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        ordinal INTEGER NOT NULL,
+        from_status TEXT,
+        to_status TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, run_id, ordinal)
+      ) WITHOUT ROWID;
+
+      CREATE TABLE traces (
+        trace_id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        run_id TEXT,
+        thread_id TEXT,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        at INTEGER NOT NULL
+      );
+      CREATE INDEX traces_by_run ON traces (tenant_id, run_id, at);
+    `,
+  },
+];
+
+/** Applies every migration newer than the database's version; returns the resulting version. */
+export function migrate(db: Database.Database): number {
+  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)");
+  const row = db.prepare("SELECT MAX(version) AS version FROM schema_migrations").get() as { version: number | null };
+  let current = row.version ?? 0;
+  for (const migration of MIGRATIONS) {
+    if (migration.version <= current) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+        migration.version,
+        migration.name,
+        Date.now(),
+      );
+    })();
+    current = migration.version;
+  }
+  return current;
+}

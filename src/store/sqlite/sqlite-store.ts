@@ -1,0 +1,607 @@
+import Database from "better-sqlite3";
+import {
+  addStats,
+  canTransition,
+  emptyStats,
+  isCancellable,
+  isTerminalStatus,
+  type CheckpointRecord,
+  type MessageRecord,
+  type RunRecord,
+  type RunStatus,
+  type ThreadRecord,
+  type TraceRecord,
+  type UsageStats,
+} from "../../core/index.js";
+import type {
+  ClaimRunInput,
+  CreateRunInput,
+  CreateRunResult,
+  CreateThreadInput,
+  FinishRunInput,
+  PublishMessageInput,
+  PublishMessageResult,
+  RequestCancelInput,
+  RequestCancelResult,
+  Store,
+  ThreadSnapshot,
+  TransitionRunInput,
+} from "../store.js";
+import { migrate } from "./migrations.js";
+import { toCheckpoint, toMessage, toRun, toThread, toTrace, toTransition, type Row } from "./rows.js";
+
+/** Options for {@link createSqliteStore}. */
+export interface SqliteStoreOptions {
+  /** A file path, or `:memory:`. */
+  path: string;
+}
+
+/**
+ * The embedded store: one SQLite file in WAL mode. better-sqlite3 is synchronous, so each
+ * method's transaction runs without interleaving; the async signatures keep the contract
+ * shared with networked adapters.
+ */
+export function createSqliteStore(options: SqliteStoreOptions): Store {
+  const db = new Database(options.path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.pragma("busy_timeout = 5000");
+  migrate(db);
+  return new SqliteStore(db);
+}
+
+class SqliteStore implements Store {
+  readonly #db: Database.Database;
+  readonly #statements = new Map<string, Database.Statement>();
+
+  constructor(db: Database.Database) {
+    this.#db = db;
+  }
+
+  /** A prepared statement, cached by its text. */
+  #sql(text: string): Database.Statement {
+    let statement = this.#statements.get(text);
+    if (!statement) {
+      statement = this.#db.prepare(text);
+      this.#statements.set(text, statement);
+    }
+    return statement;
+  }
+
+  #thread(tenantId: string, threadId: string): ThreadRecord | undefined {
+    const row = this.#sql("SELECT * FROM threads WHERE tenant_id = ? AND thread_id = ?").get(tenantId, threadId) as
+      | Row
+      | undefined;
+    return row ? toThread(row) : undefined;
+  }
+
+  #run(tenantId: string, runId: string): RunRecord | undefined {
+    const row = this.#sql("SELECT * FROM runs WHERE tenant_id = ? AND run_id = ?").get(tenantId, runId) as Row | undefined;
+    return row ? toRun(row) : undefined;
+  }
+
+  #insertCheckpoint(checkpoint: CheckpointRecord): void {
+    this.#sql(
+      `INSERT INTO checkpoints (tenant_id, checkpoint_id, thread_id, parent_checkpoint_id, state_version, kind, run_id,
+         message_id, completed_step_id, pending_step, resume_policy, cancelled_generation, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      checkpoint.tenantId,
+      checkpoint.checkpointId,
+      checkpoint.threadId,
+      checkpoint.parentCheckpointId,
+      checkpoint.stateVersion,
+      checkpoint.kind,
+      checkpoint.runId,
+      checkpoint.messageId,
+      checkpoint.completedStepId,
+      checkpoint.pendingStep ? JSON.stringify(checkpoint.pendingStep) : null,
+      checkpoint.resumePolicy,
+      checkpoint.cancelledGeneration ? JSON.stringify(checkpoint.cancelledGeneration) : null,
+      checkpoint.createdAt,
+    );
+  }
+
+  #insertMessage(message: MessageRecord): void {
+    this.#sql(
+      `INSERT INTO messages (tenant_id, message_id, thread_id, position, role, content, run_id, state_version,
+         checkpoint_id, publication_status, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      message.tenantId,
+      message.messageId,
+      message.threadId,
+      message.position,
+      message.role,
+      message.content,
+      message.runId,
+      message.stateVersion,
+      message.checkpointId,
+      message.publicationStatus,
+      message.createdAt,
+    );
+  }
+
+  /**
+   * Advances the thread by one version with compare-and-set on the version it was read at,
+   * appending `checkpoint` as the new head. Returns the updated thread.
+   */
+  #advanceThread(
+    thread: ThreadRecord,
+    checkpoint: Omit<CheckpointRecord, "stateVersion" | "parentCheckpointId" | "tenantId" | "threadId">,
+    changes: { stats?: Partial<UsageStats>; activeRunId?: string | null; positions?: number },
+  ): { thread: ThreadRecord; checkpoint: CheckpointRecord } {
+    const stateVersion = thread.stateVersion + 1;
+    const full: CheckpointRecord = {
+      ...checkpoint,
+      tenantId: thread.tenantId,
+      threadId: thread.threadId,
+      parentCheckpointId: thread.headCheckpointId,
+      stateVersion,
+    };
+    this.#insertCheckpoint(full);
+    const stats = changes.stats ? addStats(thread.stats, changes.stats) : thread.stats;
+    const activeRunId = changes.activeRunId === undefined ? thread.activeRunId : changes.activeRunId;
+    const result = this.#sql(
+      `UPDATE threads SET state_version = ?, head_checkpoint_id = ?, stats = ?, active_run_id = ?,
+         next_position = next_position + ?, updated_at = ?
+       WHERE tenant_id = ? AND thread_id = ? AND state_version = ?`,
+    ).run(
+      stateVersion,
+      full.checkpointId,
+      JSON.stringify(stats),
+      activeRunId,
+      changes.positions ?? 0,
+      full.createdAt,
+      thread.tenantId,
+      thread.threadId,
+      thread.stateVersion,
+    );
+    if (result.changes !== 1) throw new Error(`state_version compare-and-set failed for ${thread.threadId}`);
+    return {
+      thread: { ...thread, stateVersion, headCheckpointId: full.checkpointId, stats, activeRunId, updatedAt: full.createdAt },
+      checkpoint: full,
+    };
+  }
+
+  #nextPosition(thread: ThreadRecord): number {
+    const row = this.#sql("SELECT next_position FROM threads WHERE tenant_id = ? AND thread_id = ?").get(
+      thread.tenantId,
+      thread.threadId,
+    ) as { next_position: number };
+    return row.next_position;
+  }
+
+  /** Moves a run to `to`, recording the transition; the machine of DESIGN §3 is enforced here. */
+  #setRunStatus(run: RunRecord, to: RunStatus, now: number, columns: Record<string, unknown> = {}): RunRecord {
+    if (!canTransition(run.status, to)) throw new Error(`illegal run transition ${run.status} → ${to}`);
+    const names = Object.keys(columns);
+    const assignments = names.map((name) => `, ${name} = ?`).join("");
+    const result = this.#sql(
+      `UPDATE runs SET status = ?, transition_count = transition_count + 1${assignments}
+       WHERE tenant_id = ? AND run_id = ? AND status = ?`,
+    ).run(to, ...names.map((name) => columns[name]), run.tenantId, run.runId, run.status);
+    if (result.changes !== 1) throw new Error(`run status compare-and-set failed for ${run.runId}`);
+    const { ordinal } = this.#sql(
+      "SELECT transition_count AS ordinal FROM runs WHERE tenant_id = ? AND run_id = ?",
+    ).get(run.tenantId, run.runId) as { ordinal: number };
+    this.#sql(
+      "INSERT INTO run_transitions (tenant_id, run_id, ordinal, from_status, to_status, at) VALUES (?, ?, ?, ?, ?, ?)",
+    ).run(run.tenantId, run.runId, ordinal, run.status, to, now);
+    return this.#run(run.tenantId, run.runId)!;
+  }
+
+  async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
+    const tx = this.#db.transaction(() => {
+      this.#sql(
+        `INSERT INTO threads (tenant_id, thread_id, status, state_version, head_checkpoint_id, active_run_id, title,
+           metadata, next_position, stats, created_at, updated_at)
+         VALUES (?, ?, 'active', 1, ?, NULL, NULL, ?, 0, ?, ?, ?)`,
+      ).run(
+        input.tenantId,
+        input.threadId,
+        input.checkpointId,
+        JSON.stringify(input.metadata),
+        JSON.stringify(emptyStats()),
+        input.now,
+        input.now,
+      );
+      this.#insertCheckpoint({
+        tenantId: input.tenantId,
+        checkpointId: input.checkpointId,
+        threadId: input.threadId,
+        parentCheckpointId: null,
+        stateVersion: 1,
+        kind: "thread_created",
+        runId: null,
+        messageId: null,
+        completedStepId: null,
+        pendingStep: null,
+        resumePolicy: null,
+        cancelledGeneration: null,
+        createdAt: input.now,
+      });
+      return this.#thread(input.tenantId, input.threadId)!;
+    });
+    return tx();
+  }
+
+  async getThread(tenantId: string, threadId: string): Promise<ThreadRecord | undefined> {
+    const thread = this.#thread(tenantId, threadId);
+    return thread?.status === "active" ? thread : undefined;
+  }
+
+  async deleteThread(tenantId: string, threadId: string, now: number): Promise<boolean> {
+    const result = this.#sql(
+      "UPDATE threads SET status = 'deleted', updated_at = ? WHERE tenant_id = ? AND thread_id = ? AND status = 'active'",
+    ).run(now, tenantId, threadId);
+    return result.changes === 1;
+  }
+
+  async saveTitle(tenantId: string, threadId: string, title: string, now: number): Promise<void> {
+    this.#sql(
+      "UPDATE threads SET title = ?, updated_at = ? WHERE tenant_id = ? AND thread_id = ? AND title IS NULL",
+    ).run(title, now, tenantId, threadId);
+  }
+
+  async listMessages(tenantId: string, threadId: string): Promise<MessageRecord[]> {
+    const rows = this.#sql("SELECT * FROM messages WHERE tenant_id = ? AND thread_id = ? ORDER BY position").all(
+      tenantId,
+      threadId,
+    ) as Row[];
+    return rows.map(toMessage);
+  }
+
+  async listCheckpoints(tenantId: string, threadId: string): Promise<CheckpointRecord[]> {
+    const rows = this.#sql(
+      "SELECT * FROM checkpoints WHERE tenant_id = ? AND thread_id = ? ORDER BY state_version",
+    ).all(tenantId, threadId) as Row[];
+    return rows.map(toCheckpoint);
+  }
+
+  async createRun(input: CreateRunInput): Promise<CreateRunResult> {
+    const tx = this.#db.transaction((): CreateRunResult => {
+      const earlier =
+        this.#run(input.tenantId, input.runId) ??
+        (input.idempotencyKey ? this.#findByKey(input.tenantId, input.idempotencyKey) : undefined);
+      if (earlier) {
+        return earlier.requestHash === input.requestHash && earlier.threadId === input.threadId
+          ? { kind: "existing", run: earlier }
+          : { kind: "key_reused", run: earlier };
+      }
+      const thread = this.#thread(input.tenantId, input.threadId);
+      if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
+      // The version check comes first: a stale client learns it is stale even on a busy thread.
+      if (input.expectedStateVersion !== null && input.expectedStateVersion !== thread.stateVersion) {
+        return { kind: "state_version_conflict", thread };
+      }
+      if (thread.activeRunId !== null) return { kind: "run_in_progress", thread };
+
+      const position = this.#nextPosition(thread);
+      const advanced = this.#advanceThread(
+        thread,
+        {
+          checkpointId: input.checkpointId,
+          kind: "input_accepted",
+          runId: input.runId,
+          messageId: input.inputMessageId,
+          completedStepId: null,
+          pendingStep: null,
+          resumePolicy: null,
+          cancelledGeneration: null,
+          createdAt: input.now,
+        },
+        { stats: { messageCount: 1 }, activeRunId: input.runId, positions: 1 },
+      );
+      const message: MessageRecord = {
+        tenantId: input.tenantId,
+        messageId: input.inputMessageId,
+        threadId: input.threadId,
+        position,
+        role: "user",
+        content: input.input.content,
+        runId: input.runId,
+        stateVersion: advanced.thread.stateVersion,
+        checkpointId: input.checkpointId,
+        publicationStatus: "published",
+        createdAt: input.now,
+      };
+      this.#insertMessage(message);
+      const runStats = addStats(emptyStats(), { messageCount: 1 });
+      this.#sql(
+        `INSERT INTO runs (tenant_id, run_id, thread_id, status, attempt, base_checkpoint_id, input, input_message_id,
+           idempotency_key, request_hash, model, on_disconnect, recovery_policy, state_version, stats,
+           transition_count, created_at)
+         VALUES (?, ?, ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`,
+      ).run(
+        input.tenantId,
+        input.runId,
+        input.threadId,
+        thread.headCheckpointId,
+        JSON.stringify(input.input),
+        input.inputMessageId,
+        input.idempotencyKey,
+        input.requestHash,
+        input.model,
+        input.onDisconnect,
+        input.recoveryPolicy,
+        advanced.thread.stateVersion,
+        JSON.stringify(runStats),
+        input.now,
+      );
+      this.#sql(
+        "INSERT INTO run_transitions (tenant_id, run_id, ordinal, from_status, to_status, at) VALUES (?, ?, 1, NULL, 'queued', ?)",
+      ).run(input.tenantId, input.runId, input.now);
+      return {
+        kind: "created",
+        run: this.#run(input.tenantId, input.runId)!,
+        thread: advanced.thread,
+        message,
+        checkpoint: advanced.checkpoint,
+      };
+    });
+    return tx();
+  }
+
+  #findByKey(tenantId: string, key: string): RunRecord | undefined {
+    const row = this.#sql("SELECT * FROM runs WHERE tenant_id = ? AND idempotency_key = ?").get(tenantId, key) as
+      | Row
+      | undefined;
+    return row ? toRun(row) : undefined;
+  }
+
+  async getRun(tenantId: string, runId: string): Promise<RunRecord | undefined> {
+    return this.#run(tenantId, runId);
+  }
+
+  async findRunByIdempotencyKey(tenantId: string, key: string): Promise<RunRecord | undefined> {
+    return this.#findByKey(tenantId, key);
+  }
+
+  async listActiveRuns(tenantId: string, threadId: string): Promise<RunRecord[]> {
+    const rows = this.#sql(
+      `SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? AND status NOT IN ('completed', 'failed', 'cancelled')
+       ORDER BY created_at`,
+    ).all(tenantId, threadId) as Row[];
+    return rows.map(toRun);
+  }
+
+  async claimRun(input: ClaimRunInput): Promise<RunRecord | undefined> {
+    const tx = this.#db.transaction(() => {
+      const run = this.#run(input.tenantId, input.runId);
+      if (!run || run.status !== "queued") return undefined;
+      return this.#setRunStatus(run, "running", input.now, {
+        lease_owner: input.owner,
+        lease_expires_at: input.leaseExpiresAt,
+        started_at: run.startedAt ?? input.now,
+      });
+    });
+    return tx();
+  }
+
+  async transitionRun(input: TransitionRunInput): Promise<RunRecord | undefined> {
+    const tx = this.#db.transaction(() => {
+      const run = this.#run(input.tenantId, input.runId);
+      if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
+      // A cancel is accepted only through requestCancel (it records its version and checkpoint).
+      if (input.to === "cancel_requested" || isTerminalStatus(input.to)) return undefined;
+      const columns: Record<string, unknown> = {};
+      if (input.activeOperation !== undefined) columns.active_operation = input.activeOperation;
+      if (input.to === "queued") {
+        // Handed back for another attempt: the lease is released and the attempt counts up.
+        columns.lease_owner = null;
+        columns.lease_expires_at = null;
+        columns.attempt = run.attempt + 1;
+      }
+      return this.#setRunStatus(run, input.to, input.now, columns);
+    });
+    return tx();
+  }
+
+  async publishMessage(input: PublishMessageInput): Promise<PublishMessageResult> {
+    const tx = this.#db.transaction((): PublishMessageResult => {
+      const run = this.#run(input.tenantId, input.runId);
+      // Sticky terminal status and an accepted cancel both win over a late completion.
+      if (!run || run.status !== "running") return { kind: "rejected", run };
+      const thread = this.#thread(input.tenantId, run.threadId);
+      if (!thread || thread.status !== "active") return { kind: "rejected", run };
+      const position = this.#nextPosition(thread);
+      const stats = { ...input.stats, messageCount: (input.stats.messageCount ?? 0) + 1 };
+      const advanced = this.#advanceThread(
+        thread,
+        {
+          checkpointId: input.checkpointId,
+          kind: "message_published",
+          runId: input.runId,
+          messageId: input.messageId,
+          completedStepId: input.completedStepId,
+          pendingStep: null,
+          resumePolicy: null,
+          cancelledGeneration: null,
+          createdAt: input.now,
+        },
+        { stats, positions: 1, ...(input.complete ? { activeRunId: null } : {}) },
+      );
+      const message: MessageRecord = {
+        tenantId: input.tenantId,
+        messageId: input.messageId,
+        threadId: run.threadId,
+        position,
+        role: input.role,
+        content: input.content,
+        runId: input.runId,
+        stateVersion: advanced.thread.stateVersion,
+        checkpointId: input.checkpointId,
+        publicationStatus: "published",
+        createdAt: input.now,
+      };
+      this.#insertMessage(message);
+      const runColumns = {
+        stats: JSON.stringify(addStats(run.stats, stats)),
+        state_version: advanced.thread.stateVersion,
+        published_message_id: input.messageId,
+      };
+      const updated = input.complete
+        ? this.#setRunStatus(run, "completed", input.now, {
+            ...runColumns,
+            ended_at: input.now,
+            lease_owner: null,
+            lease_expires_at: null,
+          })
+        : this.#updateRun(run, runColumns);
+      return { kind: "published", message, checkpoint: advanced.checkpoint, thread: advanced.thread, run: updated };
+    });
+    return tx();
+  }
+
+  #updateRun(run: RunRecord, columns: Record<string, unknown>): RunRecord {
+    const names = Object.keys(columns);
+    this.#sql(`UPDATE runs SET ${names.map((name) => `${name} = ?`).join(", ")} WHERE tenant_id = ? AND run_id = ?`).run(
+      ...names.map((name) => columns[name]),
+      run.tenantId,
+      run.runId,
+    );
+    return this.#run(run.tenantId, run.runId)!;
+  }
+
+  async requestCancel(input: RequestCancelInput): Promise<RequestCancelResult> {
+    const tx = this.#db.transaction((): RequestCancelResult => {
+      const run = this.#run(input.tenantId, input.runId);
+      if (!run) return { kind: "not_found" };
+      if (isTerminalStatus(run.status)) return { kind: "already_terminal", run };
+      if (!isCancellable(run.status)) return { kind: "already_requested", run };
+      const thread = this.#thread(input.tenantId, run.threadId)!;
+      // A run that never started stops at once; otherwise the worker confirms the stop.
+      const neverStarted = run.status === "queued";
+      const advanced = this.#advanceThread(
+        thread,
+        {
+          checkpointId: input.checkpointId,
+          kind: "cancel_accepted",
+          runId: run.runId,
+          messageId: null,
+          completedStepId: null,
+          pendingStep: input.pendingStep,
+          resumePolicy: "regenerate_pending_step",
+          cancelledGeneration: null,
+          createdAt: input.now,
+        },
+        neverStarted ? { activeRunId: null } : {},
+      );
+      const columns = {
+        cancel_requested_at: input.now,
+        cancel_reason: input.reason,
+        cancel_state_version: advanced.thread.stateVersion,
+        cancel_checkpoint_id: input.checkpointId,
+        state_version: advanced.thread.stateVersion,
+        ...(neverStarted ? { ended_at: input.now } : {}),
+      };
+      const updated = this.#setRunStatus(run, neverStarted ? "cancelled" : "cancel_requested", input.now, columns);
+      return { kind: "accepted", run: updated, thread: advanced.thread, checkpoint: advanced.checkpoint };
+    });
+    return tx();
+  }
+
+  async finishRun(input: FinishRunInput): Promise<RunRecord | undefined> {
+    const tx = this.#db.transaction(() => {
+      const run = this.#run(input.tenantId, input.runId);
+      if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
+      // Only a cancel that requestCancel accepted can end as cancelled.
+      if (input.to === "cancelled" && run.cancelCheckpointId === null) return undefined;
+      const thread = this.#thread(input.tenantId, run.threadId);
+      if (thread) {
+        const stats = addStats(thread.stats, input.stats);
+        const clearActive = thread.activeRunId === run.runId;
+        this.#sql(
+          `UPDATE threads SET stats = ?, active_run_id = CASE WHEN ? THEN NULL ELSE active_run_id END, updated_at = ?
+           WHERE tenant_id = ? AND thread_id = ?`,
+        ).run(JSON.stringify(stats), clearActive ? 1 : 0, input.now, thread.tenantId, thread.threadId);
+      }
+      if (input.cancelledGeneration && run.cancelCheckpointId) {
+        // Completes the cancel checkpoint's facts once the worker has stopped; never overwritten.
+        this.#sql(
+          `UPDATE checkpoints SET cancelled_generation = ?
+           WHERE tenant_id = ? AND checkpoint_id = ? AND cancelled_generation IS NULL`,
+        ).run(JSON.stringify(input.cancelledGeneration), run.tenantId, run.cancelCheckpointId);
+      }
+      return this.#setRunStatus(run, input.to, input.now, {
+        stats: JSON.stringify(addStats(run.stats, input.stats)),
+        failure_reason: input.failureReason ?? null,
+        failure_message: input.failureMessage ?? null,
+        active_operation: null,
+        lease_owner: null,
+        lease_expires_at: null,
+        ended_at: input.now,
+      });
+    });
+    return tx();
+  }
+
+  async renewLeases(owner: string, leaseExpiresAt: number): Promise<number> {
+    return this.#sql(
+      `UPDATE runs SET lease_expires_at = ?
+       WHERE lease_owner = ? AND status NOT IN ('completed', 'failed', 'cancelled')`,
+    ).run(leaseExpiresAt, owner).changes;
+  }
+
+  async listRecoverableRuns(now: number, orphanedBefore: number): Promise<RunRecord[]> {
+    const rows = this.#sql(
+      `SELECT * FROM runs WHERE status NOT IN ('completed', 'failed', 'cancelled')
+         AND ((lease_expires_at IS NOT NULL AND lease_expires_at < ?)
+           OR (status = 'queued' AND lease_owner IS NULL AND created_at < ?))
+       ORDER BY created_at`,
+    ).all(now, orphanedBefore) as Row[];
+    return rows.map(toRun);
+  }
+
+  async appendTrace(trace: TraceRecord): Promise<void> {
+    this.#sql("INSERT INTO traces (trace_id, tenant_id, run_id, thread_id, kind, data, at) VALUES (?, ?, ?, ?, ?, ?, ?)").run(
+      trace.traceId,
+      trace.tenantId,
+      trace.runId,
+      trace.threadId,
+      trace.kind,
+      JSON.stringify(trace.data),
+      trace.at,
+    );
+  }
+
+  async listTraces(tenantId: string, runId: string): Promise<TraceRecord[]> {
+    const rows = this.#sql("SELECT * FROM traces WHERE tenant_id = ? AND run_id = ? ORDER BY at, rowid").all(
+      tenantId,
+      runId,
+    ) as Row[];
+    return rows.map(toTrace);
+  }
+
+  async *scanThreads(): AsyncIterable<ThreadSnapshot> {
+    const keys = this.#sql("SELECT tenant_id, thread_id FROM threads ORDER BY tenant_id, thread_id").all() as Row[];
+    for (const key of keys) {
+      const snapshot = this.#snapshot(key.tenant_id as string, key.thread_id as string);
+      if (snapshot) yield snapshot;
+    }
+  }
+
+  /** One thread's rows read in one transaction, so a concurrent write cannot tear the snapshot. */
+  #snapshot(tenantId: string, threadId: string): ThreadSnapshot | undefined {
+    return this.#db.transaction(() => {
+      const thread = this.#thread(tenantId, threadId);
+      if (!thread) return undefined;
+      const all = (sql: string) => this.#sql(sql).all(tenantId, threadId) as Row[];
+      return {
+        thread,
+        runs: all("SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? ORDER BY created_at").map(toRun),
+        transitions: all(
+          `SELECT t.* FROM run_transitions t JOIN runs r ON r.tenant_id = t.tenant_id AND r.run_id = t.run_id
+           WHERE r.tenant_id = ? AND r.thread_id = ? ORDER BY t.run_id, t.ordinal`,
+        ).map(toTransition),
+        messages: all("SELECT * FROM messages WHERE tenant_id = ? AND thread_id = ? ORDER BY position").map(toMessage),
+        checkpoints: all("SELECT * FROM checkpoints WHERE tenant_id = ? AND thread_id = ? ORDER BY state_version").map(toCheckpoint),
+      };
+    })();
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.open) this.#db.close();
+  }
+}

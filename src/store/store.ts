@@ -1,0 +1,180 @@
+/**
+ * The storage contract: types only. Every adapter (SQLite today, PostgreSQL later) implements it
+ * and passes one conformance suite. Every method is scoped by tenant, except the system-level
+ * ones used by recovery and `tidemark check`, which say so.
+ *
+ * Methods that can lose a race (publish, cancel, finish) are compare-and-set transitions: they
+ * return what happened instead of throwing, so the runtime can tell "too late" from "failed".
+ */
+import type {
+  CancelledGeneration,
+  CheckpointRecord,
+  FailureReason,
+  MessageRecord,
+  PendingStep,
+  RecoveryPolicy,
+  RunInput,
+  RunRecord,
+  RunStatus,
+  RunTransitionRecord,
+  ThreadRecord,
+  TraceRecord,
+  UsageStats,
+} from "../core/index.js";
+
+export interface CreateThreadInput {
+  tenantId: string;
+  threadId: string;
+  /** The root checkpoint's id (version 1). */
+  checkpointId: string;
+  metadata: Record<string, unknown>;
+  now: number;
+}
+
+export interface CreateRunInput {
+  tenantId: string;
+  runId: string;
+  threadId: string;
+  input: RunInput;
+  inputMessageId: string;
+  /** The checkpoint that accepts the input. */
+  checkpointId: string;
+  idempotencyKey: string | null;
+  requestHash: string;
+  model: string;
+  onDisconnect: "continue" | "cancel";
+  recoveryPolicy: RecoveryPolicy;
+  /** Enforced when given: the thread must be at exactly this version. */
+  expectedStateVersion: number | null;
+  now: number;
+}
+
+export type CreateRunResult =
+  | { kind: "created"; run: RunRecord; thread: ThreadRecord; message: MessageRecord; checkpoint: CheckpointRecord }
+  /** The same run_id / Idempotency-Key with the same request: the earlier run. */
+  | { kind: "existing"; run: RunRecord }
+  /** The same run_id / Idempotency-Key with a different request. */
+  | { kind: "key_reused"; run: RunRecord }
+  | { kind: "thread_not_found" }
+  | { kind: "state_version_conflict"; thread: ThreadRecord }
+  | { kind: "run_in_progress"; thread: ThreadRecord };
+
+export interface ClaimRunInput {
+  tenantId: string;
+  runId: string;
+  owner: string;
+  leaseExpiresAt: number;
+  now: number;
+}
+
+export interface PublishMessageInput {
+  tenantId: string;
+  runId: string;
+  messageId: string;
+  checkpointId: string;
+  role: "assistant" | "tool";
+  content: string;
+  completedStepId: string;
+  /** Counts caused by this step, added to the run and the thread in the same transaction. */
+  stats: Partial<UsageStats>;
+  /** Also complete the run in the same transaction (the last step of a run). */
+  complete: boolean;
+  now: number;
+}
+
+export type PublishMessageResult =
+  | { kind: "published"; message: MessageRecord; checkpoint: CheckpointRecord; thread: ThreadRecord; run: RunRecord }
+  /** The run is no longer running (a cancel won the race, or it is terminal): nothing was written. */
+  | { kind: "rejected"; run: RunRecord | undefined };
+
+export interface RequestCancelInput {
+  tenantId: string;
+  runId: string;
+  reason: string;
+  /** The id for the cancel checkpoint, if the cancel is accepted now. */
+  checkpointId: string;
+  /** The step that was in progress, as far as the caller knows. */
+  pendingStep: PendingStep | null;
+  now: number;
+}
+
+export type RequestCancelResult =
+  /** Accepted now: the thread moved one version; `run.status` is `cancel_requested`, or `cancelled` for a run that never started. */
+  | { kind: "accepted"; run: RunRecord; thread: ThreadRecord; checkpoint: CheckpointRecord }
+  /** A cancel was already accepted and the run has not stopped yet. */
+  | { kind: "already_requested"; run: RunRecord }
+  | { kind: "already_terminal"; run: RunRecord }
+  | { kind: "not_found" };
+
+export interface FinishRunInput {
+  tenantId: string;
+  runId: string;
+  to: "completed" | "cancelled" | "failed";
+  /** Only finish from one of these statuses (compare-and-set). */
+  from: readonly RunStatus[];
+  stats: Partial<UsageStats>;
+  failureReason?: FailureReason;
+  failureMessage?: string;
+  /** With `to: "cancelled"`: the discarded generation, written once into the cancel checkpoint. */
+  cancelledGeneration?: CancelledGeneration;
+  now: number;
+}
+
+export interface TransitionRunInput {
+  tenantId: string;
+  runId: string;
+  from: readonly RunStatus[];
+  to: RunStatus;
+  activeOperation?: string | null;
+  now: number;
+}
+
+/** Everything `tidemark check` needs to know about one thread. */
+export interface ThreadSnapshot {
+  thread: ThreadRecord;
+  messages: MessageRecord[];
+  checkpoints: CheckpointRecord[];
+  runs: RunRecord[];
+  transitions: RunTransitionRecord[];
+}
+
+/** The durable store behind threads, runs, checkpoints and traces. */
+export interface Store {
+  createThread(input: CreateThreadInput): Promise<ThreadRecord>;
+  /** The thread, or undefined when unknown, foreign or deleted. */
+  getThread(tenantId: string, threadId: string): Promise<ThreadRecord | undefined>;
+  /** Marks the thread deleted (its runs must already be stopping); false when not found. */
+  deleteThread(tenantId: string, threadId: string, now: number): Promise<boolean>;
+  /** Saves the title in its own transaction, only if the thread has none yet. */
+  saveTitle(tenantId: string, threadId: string, title: string, now: number): Promise<void>;
+  /** The thread's messages in order (published, fragments and deleted drafts alike). */
+  listMessages(tenantId: string, threadId: string): Promise<MessageRecord[]>;
+  /** The thread's checkpoints, oldest first. */
+  listCheckpoints(tenantId: string, threadId: string): Promise<CheckpointRecord[]>;
+
+  createRun(input: CreateRunInput): Promise<CreateRunResult>;
+  getRun(tenantId: string, runId: string): Promise<RunRecord | undefined>;
+  findRunByIdempotencyKey(tenantId: string, key: string): Promise<RunRecord | undefined>;
+  /** Runs of a thread that are not terminal. */
+  listActiveRuns(tenantId: string, threadId: string): Promise<RunRecord[]>;
+  /** queued → running, taking the lease; undefined if the run was not queued. */
+  claimRun(input: ClaimRunInput): Promise<RunRecord | undefined>;
+  /** A status change that publishes nothing (e.g. running → cancelling, running → queued). */
+  transitionRun(input: TransitionRunInput): Promise<RunRecord | undefined>;
+  publishMessage(input: PublishMessageInput): Promise<PublishMessageResult>;
+  requestCancel(input: RequestCancelInput): Promise<RequestCancelResult>;
+  /** The terminal write: status, the run's own counts, the thread's counts, in one transaction. */
+  finishRun(input: FinishRunInput): Promise<RunRecord | undefined>;
+
+  /** System-level: extends every lease `owner` holds on a non-terminal run. */
+  renewLeases(owner: string, leaseExpiresAt: number): Promise<number>;
+  /** System-level: non-terminal runs whose lease expired, and queued runs nobody claimed since `orphanedBefore`. */
+  listRecoverableRuns(now: number, orphanedBefore: number): Promise<RunRecord[]>;
+
+  appendTrace(trace: TraceRecord): Promise<void>;
+  listTraces(tenantId: string, runId: string): Promise<TraceRecord[]>;
+
+  /** System-level: every thread with its rows, for `tidemark check`. */
+  scanThreads(): AsyncIterable<ThreadSnapshot>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,131 @@
+/** The per-run buffers of one process: one per attempt, kept a TTL after the end, per tenant. */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { RunEventDraft } from "../core/index.js";
+import { ATTEMPT_SEQ_STRIDE, EventHub } from "./event-hub.js";
+
+const completed = (runId: string): RunEventDraft => ({
+  type: "run.completed",
+  run_id: runId,
+  state_version: 2,
+  published_message_id: null,
+});
+
+/** Lets the hub's `whenTerminal().then(...)` run, so its expiry timer is set. */
+async function settle(): Promise<void> {
+  await Promise.resolve();
+  await Promise.resolve();
+}
+
+describe("EventHub.ensure", () => {
+  it("returns the same buffer for the same attempt", () => {
+    const hub = new EventHub();
+    const buffer = hub.ensure("t1", "run_a", 1);
+
+    expect(hub.ensure("t1", "run_a", 1)).toBe(buffer);
+    expect(hub.get("t1", "run_a")).toBe(buffer);
+    expect(buffer.firstSeq).toBe(1);
+    expect(hub.size).toBe(1);
+  });
+
+  it("starts attempt 2 at ATTEMPT_SEQ_STRIDE + 1 and replaces attempt 1's buffer", () => {
+    const hub = new EventHub();
+    const first = hub.ensure("t1", "run_a", 1);
+    first.append({ type: "message.delta", run_id: "run_a", message_id: "msg_1", text: "seen" });
+
+    const second = hub.ensure("t1", "run_a", 2);
+
+    expect(second).not.toBe(first);
+    expect(second.firstSeq).toBe(ATTEMPT_SEQ_STRIDE + 1);
+    expect(second.isEmpty).toBe(true);
+    expect(hub.get("t1", "run_a")).toBe(second);
+    expect(hub.size).toBe(1);
+    // Every seq of the new attempt is above any seq a client saw from the old one.
+    expect(second.append(completed("run_a")).seq).toBeGreaterThan(first.lastSeq);
+    expect(hub.ensure("t1", "run_a", 3).firstSeq).toBe(2 * ATTEMPT_SEQ_STRIDE + 1);
+  });
+});
+
+describe("EventHub expiry", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("keeps a buffer while the run is live and for the TTL after its terminal event", async () => {
+    vi.useFakeTimers();
+    const hub = new EventHub({ ttlMs: 60_000 });
+    const buffer = hub.ensure("t1", "run_a", 1);
+
+    await vi.advanceTimersByTimeAsync(10 * 60_000);
+    expect(hub.get("t1", "run_a")).toBe(buffer);
+
+    buffer.append(completed("run_a"));
+    await settle();
+    await vi.advanceTimersByTimeAsync(59_999);
+    expect(hub.get("t1", "run_a")).toBe(buffer);
+
+    await vi.advanceTimersByTimeAsync(1);
+    expect(hub.get("t1", "run_a")).toBeUndefined();
+    expect(hub.size).toBe(0);
+  });
+
+  it("defaults to a 15 minute TTL", async () => {
+    vi.useFakeTimers();
+    const hub = new EventHub();
+    hub.ensure("t1", "run_a", 1).append(completed("run_a"));
+    await settle();
+
+    await vi.advanceTimersByTimeAsync(15 * 60_000 - 1);
+    expect(hub.get("t1", "run_a")).toBeDefined();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(hub.get("t1", "run_a")).toBeUndefined();
+  });
+
+  it("does not let an old attempt's expiry drop the newer attempt's buffer", async () => {
+    vi.useFakeTimers();
+    const hub = new EventHub({ ttlMs: 1_000 });
+    hub.ensure("t1", "run_a", 1).append(completed("run_a"));
+    await settle();
+    const second = hub.ensure("t1", "run_a", 2);
+
+    await vi.advanceTimersByTimeAsync(5_000);
+
+    expect(hub.get("t1", "run_a")).toBe(second);
+  });
+
+  it("clear drops every buffer and pending timer", async () => {
+    vi.useFakeTimers();
+    const hub = new EventHub({ ttlMs: 1_000 });
+    hub.ensure("t1", "run_a", 1).append(completed("run_a"));
+    hub.ensure("t1", "run_b", 1);
+    await settle();
+
+    hub.clear();
+
+    expect(hub.size).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe("EventHub tenants", () => {
+  it("keeps the same run id of two tenants apart", () => {
+    const hub = new EventHub();
+    const ours = hub.ensure("tenant_a", "run_same", 1);
+    const theirs = hub.ensure("tenant_b", "run_same", 1);
+    ours.append({ type: "message.delta", run_id: "run_same", message_id: "msg_1", text: "private" });
+
+    expect(theirs).not.toBe(ours);
+    expect(theirs.isEmpty).toBe(true);
+    expect(hub.get("tenant_a", "run_same")).toBe(ours);
+    expect(hub.get("tenant_b", "run_same")).toBe(theirs);
+    expect(hub.get("tenant_c", "run_same")).toBeUndefined();
+    expect(hub.size).toBe(2);
+  });
+
+  it("cannot be confused by ids that concatenate alike", () => {
+    const hub = new EventHub();
+    const first = hub.ensure("ab", "c", 1);
+
+    expect(hub.get("a", "bc")).toBeUndefined();
+    expect(hub.ensure("a", "bc", 1)).not.toBe(first);
+  });
+});

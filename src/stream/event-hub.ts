@@ -1,0 +1,62 @@
+import { RunEventBuffer } from "./run-event-buffer.js";
+
+/** Options for {@link EventHub}. */
+export interface EventHubOptions {
+  /** How long a buffer is kept after its terminal event (default 15 minutes). */
+  ttlMs?: number;
+}
+
+/** Seqs of attempt n start at (n − 1) × this, so a recovered attempt never reuses a seq a client saw. */
+export const ATTEMPT_SEQ_STRIDE = 1_000_000_000;
+
+/** The per-run event buffers of this process, each dropped a TTL after its run ended. */
+export class EventHub {
+  readonly #buffers = new Map<string, RunEventBuffer>();
+  readonly #ttlMs: number;
+  readonly #timers = new Set<NodeJS.Timeout>();
+
+  constructor(options: EventHubOptions = {}) {
+    this.#ttlMs = options.ttlMs ?? 15 * 60_000;
+  }
+
+  static #key(tenantId: string, runId: string): string {
+    return `${tenantId}\u0000${runId}`;
+  }
+
+  /** The buffer of a run's attempt, created on first use. */
+  ensure(tenantId: string, runId: string, attempt: number): RunEventBuffer {
+    const key = EventHub.#key(tenantId, runId);
+    const firstSeq = (attempt - 1) * ATTEMPT_SEQ_STRIDE + 1;
+    const existing = this.#buffers.get(key);
+    if (existing && existing.firstSeq === firstSeq) return existing;
+    const buffer = new RunEventBuffer(runId, firstSeq);
+    this.#buffers.set(key, buffer);
+    void buffer.whenTerminal().then(() => this.#expireLater(key, buffer));
+    return buffer;
+  }
+
+  /** The run's current buffer, if it has not expired. */
+  get(tenantId: string, runId: string): RunEventBuffer | undefined {
+    return this.#buffers.get(EventHub.#key(tenantId, runId));
+  }
+
+  get size(): number {
+    return this.#buffers.size;
+  }
+
+  #expireLater(key: string, buffer: RunEventBuffer): void {
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      if (this.#buffers.get(key) === buffer) this.#buffers.delete(key);
+    }, this.#ttlMs);
+    timer.unref();
+    this.#timers.add(timer);
+  }
+
+  /** Drops every buffer and timer. */
+  clear(): void {
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    this.#buffers.clear();
+  }
+}

@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunEvent } from "../src/core/index.js";
+import { readSseEvents } from "../src/stream/index.js";
+import { deltaText, startHarness, type Harness } from "./support/harness.js";
+
+describe("the event stream", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ demo: { wordsPerSecond: 300, wordCount: 120 }, heartbeatMs: 40, eventTtlMs: 300 });
+  });
+  afterAll(async () => {
+    await h.expectNoViolations();
+    await h.close();
+  });
+
+  it("reconnecting with Last-Event-ID mid-stream yields every event exactly once, gapless", async () => {
+    const threadId = await h.createThread();
+    const run = await h.startRun(threadId);
+    const first = await h.events(run.run_id, { until: (event) => event.seq >= 10 });
+    const rest = await h.events(run.run_id, { lastEventId: first.at(-1)!.seq });
+    const all = [...first, ...rest];
+    expect(all.map((event) => event.seq)).toEqual(all.map((_, index) => index + 1));
+    expect(all.at(-1)!.type).toBe("run.completed");
+    const history = await h.api(`/v1/threads/${threadId}/history`);
+    expect(history.body.messages[1].content).toBe(deltaText(all));
+    // ?after= is the same as Last-Event-ID; a replay of a finished run ends after the terminal event.
+    const replay = await h.events(run.run_id, { after: 5 });
+    expect(replay.map((event) => event.seq)).toEqual(all.slice(5).map((event) => event.seq));
+  });
+
+  it("sends heartbeat comments while a run streams", async () => {
+    const threadId = await h.createThread();
+    const run = await h.startRun(threadId);
+    const response = await fetch(`${h.url}/v1/runs/${run.run_id}/events`);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    let heartbeats = 0;
+    const events: RunEvent[] = [];
+    for await (const message of readSseEvents(response.body!, { onComment: () => heartbeats++ })) {
+      events.push(JSON.parse(message.data) as RunEvent);
+    }
+    expect(events.at(-1)!.type).toBe("run.completed");
+    expect(heartbeats).toBeGreaterThan(0);
+  });
+
+  it("answers 410 with the history address once the buffer expired", async () => {
+    const threadId = await h.createThread();
+    const run = await h.startRun(threadId);
+    await h.events(run.run_id);
+    let response = await h.api(`/v1/runs/${run.run_id}/events`);
+    // The TTL is 300 ms here: wait for the expiry as an observable state change, bounded.
+    const deadline = Date.now() + 5_000;
+    while (response.status === 200 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      response = await h.api(`/v1/runs/${run.run_id}/events`);
+    }
+    expect(response.status).toBe(410);
+    expect(response.body).toMatchObject({
+      error: "stream_expired",
+      history_url: `/v1/threads/${threadId}/history`,
+      run_status: "completed",
+    });
+  });
+
+  it("race 4: a client that drops its connection without cancelling sees the run's real status on return", async () => {
+    const threadId = await h.createThread();
+    const run = await h.startRun(threadId);
+    const controller = new AbortController();
+    const seen: RunEvent[] = [];
+    await expect(
+      (async () => {
+        for await (const event of h.stream(run.run_id, { signal: controller.signal })) {
+          seen.push(event);
+          if (event.type === "message.delta") controller.abort();
+        }
+      })(),
+    ).rejects.toThrow();
+    expect(seen.some((event) => event.type === "message.delta")).toBe(true);
+    const rest = await h.events(run.run_id, { lastEventId: seen.at(-1)!.seq });
+    expect(rest.at(-1)!.type).toBe("run.completed");
+    const status = await h.api(`/v1/runs/${run.run_id}`);
+    expect(status.body.status).toBe("completed");
+    expect(status.body.cancel_requested_at).toBeNull();
+    const history = await h.api(`/v1/threads/${threadId}/history`);
+    expect(history.body.messages).toHaveLength(2);
+  });
+});

@@ -1,0 +1,56 @@
+/** Runs `tidemark serve` (the built CLI) as a real child process. */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+
+export const CLI = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.once("error", reject);
+  });
+}
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  /** Resolves with the exit code (or signal) once the process ended. */
+  exited: Promise<number | string>;
+}
+
+/** Starts the CLI's `serve` and resolves once it says it is serving. */
+export async function startServerProcess(options: { dbPath: string; port: number; env?: Record<string, string> }): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [CLI, "serve", "--port", String(options.port), "--db", options.dbPath], {
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  await new Promise<void>((resolve, reject) => {
+    let stdout = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.includes("Tidemark serving")) resolve();
+    });
+    void exited.then((code) => reject(new Error(`server exited (${code}) before serving: ${stderr.slice(-2000)}`)));
+  });
+  return { url: `http://127.0.0.1:${options.port}`, child, exited };
+}
+
+/** Runs the CLI with `args` to its end. */
+export async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number>((resolve) => child.once("exit", (exitCode) => resolve(exitCode ?? -1)));
+  return { code, stdout, stderr };
+}
