@@ -23,6 +23,7 @@ export interface TidemarkOptions {
   maxBacklogEvents?: number;
   stallTimeoutMs?: number;
   recoveryPolicy?: RecoveryPolicy;
+  disconnectGraceMs?: number;
 }
 
 /** A running Tidemark: store, runtime and HTTP server. */
@@ -61,6 +62,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     eventTtlMs: options.eventTtlMs,
     leaseMs: options.leaseMs,
     recoveryPolicy: options.recoveryPolicy,
+    disconnectGraceMs: options.disconnectGraceMs,
     observer: metrics.observer,
   });
   await runtime.start();

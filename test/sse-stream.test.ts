@@ -6,7 +6,7 @@ import { deltaText, startHarness, type Harness } from "./support/harness.js";
 describe("the event stream", () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ demo: { wordsPerSecond: 300, wordCount: 120 }, heartbeatMs: 40, eventTtlMs: 300 });
+    h = await startHarness({ demo: { wordsPerSecond: 300, wordCount: 120 }, heartbeatMs: 40, eventTtlMs: 300, disconnectGraceMs: 100 });
   });
   afterAll(async () => {
     await h.expectNoViolations();
@@ -82,5 +82,24 @@ describe("the event stream", () => {
     expect(status.body.cancel_requested_at).toBeNull();
     const history = await h.api(`/v1/threads/${threadId}/history`);
     expect(history.body.messages).toHaveLength(2);
+  });
+
+  it("on_disconnect: cancel stops a run once nobody has listened for the grace period", async () => {
+    const threadId = await h.createThread();
+    const run = await h.startRun(threadId, "cancel me when I leave", { on_disconnect: "cancel" });
+    await h.events(run.run_id, { until: (event) => event.type === "message.delta" });
+    // Nobody is listening now; watch the outcome in process, since a subscriber would keep it alive.
+    const final = await h.tidemark.runtime.waitForTerminal("local", run.run_id, 5_000);
+    expect(final).toMatchObject({ status: "cancelled", cancelReason: "client_disconnected" });
+    const history = await h.api(`/v1/threads/${threadId}/history`);
+    expect(history.body.messages).toHaveLength(1);
+  });
+
+  it("on_disconnect: cancel keeps a run whose client reconnects inside the grace period", async () => {
+    const threadId = await h.createThread();
+    const run = await h.startRun(threadId, "keep me", { on_disconnect: "cancel" });
+    const first = await h.events(run.run_id, { until: (event) => event.type === "message.delta" });
+    const rest = await h.events(run.run_id, { lastEventId: first.at(-1)!.seq });
+    expect(rest.at(-1)!.type).toBe("run.completed");
   });
 });

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { RunEventBuffer } from "../stream/index.js";
 import { createDemoModel, createRuntime, silentLogger, type ChatModel, type Runtime } from "../runtime/index.js";
+import { LOCAL_TENANT } from "../server/index.js";
 import { startTidemark } from "../start-tidemark.js";
 import { createSqliteStore } from "../store/sqlite/index.js";
 import { createTempDir, withTimeout } from "./bench-support.js";
@@ -69,17 +70,17 @@ function watchBuffer(buffer: RunEventBuffer, count: number) {
 }
 
 /** Starts a run on a fresh thread and waits until it has streamed a few deltas. */
-async function startStreamingRun(runtime: Runtime, nextGeneration: () => Promise<Generation>) {
-  const thread = await runtime.createThread(TENANT);
+async function startStreamingRun(runtime: Runtime, tenantId: string, nextGeneration: () => Promise<Generation>) {
+  const thread = await runtime.createThread(tenantId);
   const started = nextGeneration();
   const { run } = await runtime.startRun({
-    tenantId: TENANT,
+    tenantId,
     threadId: thread.threadId,
     input: { role: "user", content: "Please write a long answer so that I can press Stop." },
   });
   // The model is called after run.started was appended, so the buffer exists by then.
   const generation = await withTimeout(started, 5_000, "the generation to start");
-  const buffer = runtime.hub.get(TENANT, run.runId);
+  const buffer = runtime.hub.get(tenantId, run.runId);
   if (!buffer) throw new Error(`no event buffer for ${run.runId}`);
   const watch = watchBuffer(buffer, DELTAS_BEFORE_CANCEL);
   await withTimeout(watch.deltasArrived, 5_000, "the first deltas");
@@ -108,7 +109,7 @@ async function measureInProcess(log: (message: string) => void) {
   const toAccepted: number[] = [];
   try {
     for (let index = 0; index < WARMUP_RUNS + MEASURED_RUNS; index++) {
-      const { run, generation, watch } = await startStreamingRun(runtime, probe.nextGeneration);
+      const { run, generation, watch } = await startStreamingRun(runtime, TENANT, probe.nextGeneration);
       acceptedAt = undefined;
       const calledAt = performance.now();
       const result = await runtime.cancelRun(TENANT, run.runId, "bench");
@@ -147,7 +148,7 @@ async function measureHttp(log: (message: string) => void) {
   };
   try {
     for (let index = 0; index < 2 * HTTP_RUNS + 4; index++) {
-      const { run, watch } = await startStreamingRun(tidemark.runtime, probe.nextGeneration);
+      const { run, watch } = await startStreamingRun(tidemark.runtime, LOCAL_TENANT, probe.nextGeneration);
       const runUrl = `${tidemark.url}/v1/runs/${run.runId}`;
       const read = await timed(runUrl);
       const isWait = index % 2 === 1;

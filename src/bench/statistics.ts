@@ -16,14 +16,14 @@ export function median(samples: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
-/** p50, p90, p99 and max, for the JSON details. */
+/** p50, p90, p99 and max (rounded to 4 decimals), for the JSON details. */
 export function summarize(samples: readonly number[]): { count: number; p50: number; p90: number; p99: number; max: number } {
   return {
     count: samples.length,
-    p50: percentile(samples, 50),
-    p90: percentile(samples, 90),
-    p99: percentile(samples, 99),
-    max: percentile(samples, 100),
+    p50: round(percentile(samples, 50), 4),
+    p90: round(percentile(samples, 90), 4),
+    p99: round(percentile(samples, 99), 4),
+    max: round(percentile(samples, 100), 4),
   };
 }
 

@@ -6,10 +6,9 @@ export const ERROR_CODES = {
   invalid_request: { status: 400, meaning: "The body, query or headers do not match the schema." },
   invalid_json: { status: 400, meaning: "The body is not valid JSON." },
   unauthorized: { status: 401, meaning: "Missing or unknown API key." },
-  not_found: { status: 404, meaning: "No such resource for this tenant (unknown and foreign ids alike)." },
+  not_found: { status: 404, meaning: "No such route." },
   thread_not_found: { status: 404, meaning: "No such thread for this tenant." },
   run_not_found: { status: 404, meaning: "No such run for this tenant." },
-  method_not_allowed: { status: 405, meaning: "The path exists but not with this method." },
   run_in_progress: { status: 409, meaning: "The thread already has an active run." },
   state_version_conflict: {
     status: 409,

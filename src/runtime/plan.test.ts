@@ -418,6 +418,17 @@ describe("runPlan", () => {
     });
   });
 
+  it("rejects instead of hanging when onStepStatus throws", async () => {
+    const broken = new Error("observer broke");
+    const plan = runPlan([{ id: "a", run: () => Promise.resolve() }], {
+      scope: CancelScope.root(),
+      onStepStatus: (step) => {
+        if (step.status === "completed") throw broken;
+      },
+    });
+    await expect(plan).rejects.toBe(broken);
+  });
+
   it("leaves no listener on the run's signal after a thousand steps", async () => {
     const scope = CancelScope.root();
     const steps = Array.from({ length: 1_000 }, (_, index) => ({
@@ -478,6 +489,9 @@ describe("runPlan invariants (property)", () => {
           const startedIds: string[] = [];
           let maxInFlight = 0;
           let halt: "failed" | "cancelled" | undefined;
+          // What each settled run() must be recorded as: a late success is `completed`, a rejection
+          // after the halt `cancelled`, only one before it `failed`.
+          const expected = new Map<string, StepStatus>();
 
           const define = (id: string, dependsOn: readonly string[], spawn?: StepDefinition): StepDefinition => ({
             id,
@@ -539,8 +553,14 @@ describe("runPlan invariants (property)", () => {
               continue;
             }
             const [picked] = running.splice(action.pick % running.length, 1);
-            if (action.kind === "resolve") picked?.run.resolve(picked.id);
-            else picked?.run.reject(new Error(`${picked.id} failed`));
+            if (picked === undefined) continue;
+            if (action.kind === "resolve") {
+              picked.run.resolve(picked.id);
+              expected.set(picked.id, "completed");
+            } else {
+              picked.run.reject(new Error(`${picked.id} failed`));
+              expected.set(picked.id, halt === undefined ? "failed" : "cancelled");
+            }
           }
 
           expect(violations).toEqual([]);
@@ -552,6 +572,9 @@ describe("runPlan invariants (property)", () => {
             expect(["completed", "failed", "cancelled"]).toContain(step.status);
             expect(statusNow.get(id)).toBe(step.status);
             if (!startedIds.includes(id)) expect(step.status).toBe("cancelled");
+            // A parent's own outcome can be overridden by a child's (checked in the unit tests).
+            const hasChildren = [...result.steps.keys()].some((other) => other.startsWith(`${id}.`));
+            if (!hasChildren && expected.has(id)) expect(step.status).toBe(expected.get(id));
           }
           for (const step of steps) {
             if (result.steps.get(step.id)?.status !== "completed") continue;

@@ -129,8 +129,12 @@ class PlanExecution {
   run(): Promise<PlanResult> {
     const { signal } = this.#options.scope;
     const onAbort = (): void => {
-      this.#stop({ status: "cancelled", error: signal.reason });
-      this.#schedule();
+      try {
+        this.#stop({ status: "cancelled", error: signal.reason });
+        this.#schedule();
+      } catch (error) {
+        this.#fail?.(error);
+      }
     };
     return new Promise<PlanResult>((resolve, reject) => {
       this.#finish = resolve;
@@ -230,19 +234,22 @@ class PlanExecution {
       addStep: (step) => this.#addStep(step, entry),
     };
     // The executor turns a synchronous throw from run() into a rejection.
-    new Promise<unknown>((resolve) => resolve(entry.definition.run(context))).then(
-      (value) => this.#onRunSettled(entry, () => {
-        entry.state.result = value;
-        const hasUnfinishedChildren = entry.children.some((child) => !isTerminal(child.state.status));
-        if (hasUnfinishedChildren) this.#transition(entry, "children_in_progress");
-        else this.#endWithChildren(entry);
-      }),
-      (error: unknown) => this.#onRunSettled(entry, () => {
-        entry.state.error = error;
-        // A rejection after its scope was asked to stop is the cancel taking effect, not a failure.
-        this.#end(entry, scope.isCancelRequested ? "cancelled" : "failed");
-      }),
-    );
+    new Promise<unknown>((resolve) => resolve(entry.definition.run(context)))
+      .then(
+        (value) => this.#onRunSettled(entry, () => {
+          entry.state.result = value;
+          const hasUnfinishedChildren = entry.children.some((child) => !isTerminal(child.state.status));
+          if (hasUnfinishedChildren) this.#transition(entry, "children_in_progress");
+          else this.#endWithChildren(entry);
+        }),
+        (error: unknown) => this.#onRunSettled(entry, () => {
+          entry.state.error = error;
+          // A rejection after its scope was asked to stop is the cancel taking effect, not a failure.
+          this.#end(entry, scope.isCancelRequested ? "cancelled" : "failed");
+        }),
+      )
+      // Only a broken invariant or a throwing onStepStatus lands here: reject the plan, never hang.
+      .catch((error: unknown) => this.#fail?.(error));
   }
 
   #onRunSettled(entry: StepEntry, record: () => void): void {

@@ -20,6 +20,7 @@ import { titleFromText } from "./demo-model.js";
 import { emitTerminal, executeRun, type ExecutionOutcome } from "./execute-run.js";
 import { silentLogger, type Logger } from "./logger.js";
 import type { ChatModel } from "./model.js";
+import { DisconnectWatch } from "./disconnect-watch.js";
 import { PendingCancels } from "./pending-cancels.js";
 import { traceFor, type RunExecution } from "./run-execution.js";
 
@@ -48,6 +49,8 @@ export interface RuntimeOptions {
   workerId?: string;
   /** What recovery does with a run whose worker was lost, unless the run says (default `fail`). */
   recoveryPolicy?: RecoveryPolicy;
+  /** With `on_disconnect: "cancel"`: how long a run may have no subscriber before it is cancelled (default 5 s). */
+  disconnectGraceMs?: number;
   observer?: RuntimeObserver;
 }
 
@@ -88,6 +91,7 @@ export class Runtime {
   readonly #active = new Map<string, RunExecution>();
   readonly #executions = new Set<Promise<unknown>>();
   readonly #pendingCancels = new PendingCancels();
+  readonly #disconnectWatch: DisconnectWatch;
   #timers: NodeJS.Timeout[] = [];
   #isRecovering = false;
   #isClosed = false;
@@ -102,6 +106,18 @@ export class Runtime {
     this.#observer = options.observer ?? {};
     this.workerId = options.workerId ?? `wrk_${createId("run").slice(4)}`;
     this.hub = new EventHub({ ttlMs: options.eventTtlMs });
+    this.#disconnectWatch = new DisconnectWatch(options.disconnectGraceMs ?? 5_000, (tenantId, runId) =>
+      runInBackground(this.#logger, "on_disconnect cancel", () => this.cancelRun(tenantId, runId, "client_disconnected")),
+    );
+  }
+
+  /**
+   * Tells the runtime a client subscribed to a run's events; call the returned function when it
+   * disconnects. Runs created with `on_disconnect: "cancel"` are cancelled once nobody has
+   * been subscribed for the grace period.
+   */
+  attachSubscriber(tenantId: string, runId: string): () => void {
+    return this.#disconnectWatch.attach(tenantId, runId);
   }
 
   /** Runs being executed by this process. */
@@ -182,6 +198,7 @@ export class Runtime {
       await this.cancelRun(run.tenantId, run.runId, pendingReason);
       return { run: (await this.store.getRun(run.tenantId, run.runId))!, isNew: true };
     }
+    if (run.onDisconnect === "cancel") this.#disconnectWatch.watch(run.tenantId, run.runId);
     this.#launch(run);
     return { run, isNew: true };
   }
@@ -355,6 +372,7 @@ export class Runtime {
         this.#finished(execution, claimed, outcome);
       } finally {
         this.#active.delete(key);
+        this.#disconnectWatch.forget(run.tenantId, run.runId);
         scope.dispose();
       }
     })();
@@ -408,6 +426,7 @@ export class Runtime {
       execution.scope.cancel(new Error("shutdown"));
     }
     await Promise.allSettled([...this.#executions]);
+    this.#disconnectWatch.clear();
     this.hub.clear();
   }
 }

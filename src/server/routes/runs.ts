@@ -131,6 +131,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
       stallTimeoutMs: options.stallTimeoutMs,
       onFramesWritten: (count) => metrics.eventsSent.inc(count),
       onSlowSubscriber: () => metrics.slowSubscribers.inc(),
+      onClose: runtime.attachSubscriber(tenantId, run.runId),
     });
     return RESPONSE_ALREADY_SENT as never;
   });
