@@ -15,8 +15,8 @@ const WORDS_PER_SECOND = 10;
 const WORDS = 2_000;
 const SAMPLES = 5;
 const SAMPLE_INTERVAL_MS = 400;
-/** A second set of samples this long after the first separates per-run from per-event memory. */
-const LATER_MS = 10_000;
+/** How long the runs keep streaming after the first samples, with RSS read every second. */
+const LATER_MS = 20_000;
 const CONCURRENCY = 16;
 
 type Child = ChildProcessByStdio<null, Readable, Readable>;
@@ -61,7 +61,8 @@ async function startChild(dbPath: string): Promise<{ child: Child; url: string; 
   child.stdout.setEncoding("utf8");
   const serving = new Promise<void>((resolve, reject) => {
     child.stdout.on("data", (chunk: string) => {
-      stdout += chunk;
+      // Keep draining the pipe, but hold only the start of the output.
+      if (stdout.length < 4_000) stdout += chunk;
       if (stdout.includes("Tidemark serving")) resolve();
     });
     child.once("exit", (code) => reject(new Error(`tidemark serve exited with ${code}: ${stderr.slice(-500)}`)));
@@ -89,6 +90,15 @@ async function postJson(url: string, body: unknown, expected: number[]): Promise
   return parsed;
 }
 
+/** Least-squares slope of y over x. */
+function slope(points: readonly { x: number; y: number }[]): number {
+  const meanX = points.reduce((sum, point) => sum + point.x, 0) / points.length;
+  const meanY = points.reduce((sum, point) => sum + point.y, 0) / points.length;
+  const numerator = points.reduce((sum, point) => sum + (point.x - meanX) * (point.y - meanY), 0);
+  const denominator = points.reduce((sum, point) => sum + (point.x - meanX) ** 2, 0);
+  return numerator / denominator;
+}
+
 /** RSS of a `tidemark serve` child with 1,000 concurrent streaming runs, each with one SSE subscriber. */
 export const rss1000: Benchmark = {
   name: "rss-1000",
@@ -97,31 +107,36 @@ export const rss1000: Benchmark = {
     const temp = createTempDir("rss");
     const { child, url, stderrTail } = await startChild(join(temp.dir, "rss.db"));
     const pid = child.pid!;
-    const subscribers = new AbortController();
+    const controllers: AbortController[] = [];
     const consumers: Promise<SseConsumption>[] = [];
     try {
       const idle = await sampleRss(pid);
       log(`rss-1000: idle ${round(idle.median / 1e6, 1)} MB; creating ${RUNS} runs`);
 
+      const creationStart = performance.now();
       const runIds = await mapLimited(Array.from({ length: RUNS }), CONCURRENCY, async () => {
         const thread = await postJson(`${url}/v1/threads`, {}, [201]);
         const run = await postJson(`${url}/v1/threads/${String(thread.thread_id)}/runs`, { input: { role: "user", content: "Keep streaming." } }, [201]);
         return String(run.run_id);
       });
+      const creationSeconds = (performance.now() - creationStart) / 1000;
 
       let streaming = 0;
       let deltasReceived = 0;
+      let endedCount = 0;
       let onAllStreaming: (() => void) | undefined;
       const allStreaming = new Promise<void>((resolve) => (onAllStreaming = resolve));
       for (const runId of runIds) {
+        const controller = new AbortController();
+        controllers.push(controller);
         consumers.push(
           consumeSse(`${url}/v1/runs/${runId}/events`, {
-            signal: subscribers.signal,
+            signal: controller.signal,
             onDelta: (deltas) => {
               deltasReceived++;
               if (deltas === 1 && ++streaming === RUNS) onAllStreaming?.();
             },
-          }),
+          }).finally(() => endedCount++),
         );
       }
       // Surface a failed or ended subscriber at once instead of after the timeout.
@@ -135,17 +150,22 @@ export const rss1000: Benchmark = {
       await withTimeout(Promise.race([allStreaming, firstFailure]), 90_000, `${RUNS} subscribers to receive deltas`);
       log(`rss-1000: ${RUNS} runs streaming to ${RUNS} subscribers`);
 
+      // Phase A: the moment every run is streaming to its subscriber.
       const cpuBefore = readCpuSeconds(pid);
       const windowStart = performance.now();
-      const deltasBefore = deltasReceived;
+      const deltasAtPeak = deltasReceived;
       const peak = await sampleRss(pid);
-      await new Promise((resolve) => setTimeout(resolve, LATER_MS));
+      // Phase B: keep streaming and watch RSS against the events delivered (and buffered).
+      const trend: { x: number; y: number; seconds: number }[] = [];
+      while (performance.now() - windowStart < LATER_MS) {
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        trend.push({ x: deltasReceived, y: readRss(pid), seconds: round((performance.now() - windowStart) / 1000, 1) });
+      }
       const later = await sampleRss(pid);
       const windowSeconds = (performance.now() - windowStart) / 1000;
       const childCpuShare = (readCpuSeconds(pid) - cpuBefore) / windowSeconds;
-      const deltasPerSecond = (deltasReceived - deltasBefore) / windowSeconds;
-      const eventsPerRunAtPeak = deltasBefore / RUNS;
-      const eventsPerRunLater = deltasReceived / RUNS;
+      const deltasPerSecond = (deltasReceived - deltasAtPeak) / windowSeconds;
+      const stillStreaming = RUNS - endedCount;
 
       await mapLimited(runIds, CONCURRENCY, (runId) => postJson(`${url}/v1/runs/${runId}/cancel`, { reason: "bench" }, [202, 200]));
       const ended = await withTimeout(Promise.all(consumers), 30_000, "every stream to end after cancel");
@@ -155,39 +175,47 @@ export const rss1000: Benchmark = {
 
       const megabytes = (bytes: number) => round(bytes / 1e6, 1);
       const idleMb = { label: "idle", value: megabytes(idle.median) };
-      const perEvent = (later.median - peak.median) / ((eventsPerRunLater - eventsPerRunAtPeak) * RUNS);
+      const peakMax = Math.max(peak.max, later.max, ...trend.map((point) => point.y));
       return {
         figures: [
           { label: "idle RSS (median)", value: idleMb.value, unit: "MB" },
           {
-            ...compared({ label: `RSS with ${RUNS} streaming runs + subscribers (median)`, value: megabytes(peak.median), unit: "MB" }, idleMb),
+            ...compared({ label: `RSS, ${RUNS} runs streaming + subscribed (median)`, value: megabytes(peak.median), unit: "MB" }, idleMb),
             target: "≤ 300 MB",
             isMet: peak.max <= 300e6,
           },
-          { label: "RSS per streaming run above idle", value: round((peak.median - idle.median) / RUNS / 1e3, 1), unit: "kB" },
-          compared({ label: `RSS ${LATER_MS / 1000} s later (median)`, value: megabytes(later.median), unit: "MB" }, idleMb),
-          { label: "child CPU while streaming (cores)", value: round(childCpuShare, 2), unit: "cores" },
+          { label: "RSS above idle per streaming run", value: round((peak.median - idle.median) / RUNS / 1e3, 1), unit: "kB" },
+          {
+            ...compared({ label: `RSS after ${LATER_MS / 1000} s more streaming (median)`, value: megabytes(later.median), unit: "MB" }, idleMb),
+            target: "≤ 300 MB",
+            isMet: later.max <= 300e6,
+          },
+          { label: "RSS growth per delta streamed (slope)", value: round(slope(trend), 0), unit: "B" },
+          { label: "child CPU while streaming", value: round(childCpuShare, 2), unit: "cores" },
           compared({ label: "RSS after cancelling every run", value: megabytes(afterCancel.median), unit: "MB" }, idleMb),
         ],
         details: {
           runs: RUNS,
           wordsPerSecond: WORDS_PER_SECOND,
+          words: WORDS,
+          creationSeconds: round(creationSeconds, 1),
           idleBytes: idle,
           peakBytes: peak,
           laterBytes: later,
           afterCancelBytes: afterCancel,
-          peakMaxMegabytes: round(peak.max / 1e6, 1),
-          eventsPerRunAtPeak: round(eventsPerRunAtPeak, 1),
-          eventsPerRunLater: round(eventsPerRunLater, 1),
-          bytesPerBufferedEvent: round(perEvent, 0),
+          peakMaxMegabytes: megabytes(peakMax),
+          deltasPerRunAtPeak: round(deltasAtPeak / RUNS, 1),
+          deltasPerRunLater: round(deltasReceived / RUNS, 1),
+          trend: trend.map((point) => ({ seconds: point.seconds, deltasPerRun: round(point.x / RUNS, 1), rssMegabytes: megabytes(point.y) })),
           deltasPerSecondDelivered: round(deltasPerSecond, 0),
+          streamsStillOpenBeforeCancel: stillStreaming,
           streamsEndedCancelled: cancelled,
         },
       };
     } catch (error) {
       throw new Error(`${error instanceof Error ? error.message : String(error)}; child stderr: ${stderrTail().slice(-500)}`, { cause: error });
     } finally {
-      subscribers.abort();
+      for (const controller of controllers) controller.abort();
       await Promise.allSettled(consumers);
       await stopChild(child);
       temp.remove();

@@ -199,6 +199,8 @@ export class Runtime {
       return { run: (await this.store.getRun(run.tenantId, run.runId))!, isNew: true };
     }
     if (run.onDisconnect === "cancel") this.#disconnectWatch.watch(run.tenantId, run.runId);
+    // The buffer exists before the reply, so a client that subscribes at once waits for events.
+    this.hub.ensure(run.tenantId, run.runId, run.attempt);
     this.#launch(run);
     return { run, isNew: true };
   }
@@ -356,6 +358,7 @@ export class Runtime {
     };
     // Registered before the claim, so a cancel that lands while claiming still aborts it.
     this.#active.set(key, execution);
+    let isSettled = false;
     const task = (async () => {
       try {
         const claimed = await this.store.claimRun({
@@ -369,7 +372,13 @@ export class Runtime {
         emit({ type: "run.started", run_id: run.runId, thread_id: run.threadId, attempt: claimed.attempt, status: claimed.status });
         execution.run = claimed;
         const outcome = await executeRun(execution);
+        isSettled = true;
         this.#finished(execution, claimed, outcome);
+      } catch (error) {
+        // The executor could not settle the run (e.g. the store failed): stop renewing its lease
+        // so recovery applies the run's policy instead of leaving it running forever.
+        if (!isSettled) await this.store.releaseLease(run.tenantId, run.runId, this.workerId).catch(() => undefined);
+        throw error;
       } finally {
         this.#active.delete(key);
         this.#disconnectWatch.forget(run.tenantId, run.runId);
@@ -382,8 +391,10 @@ export class Runtime {
 
   #finished(execution: RunExecution, run: RunRecord, outcome: ExecutionOutcome): void {
     if (outcome === "cancelled" && execution.stopCause?.kind === "cancel") {
-      void this.store.getRun(run.tenantId, run.runId).then((final) => {
-        if (final?.cancelRequestedAt != null) this.#observer.onCancelCompleted?.(final, this.#clock.now() - final.cancelRequestedAt);
+      const endedAt = this.#clock.now();
+      runInBackground(this.#logger, "cancel latency", async () => {
+        const final = await this.store.getRun(run.tenantId, run.runId);
+        if (final?.cancelRequestedAt != null) this.#observer.onCancelCompleted?.(final, endedAt - final.cancelRequestedAt);
       });
     }
     this.#observer.onRunEnded?.(run, outcome);
@@ -391,8 +402,9 @@ export class Runtime {
 
   /** Appends to the run's buffer; the first event of every attempt is `run.started`. */
   #emitter(run: RunRecord): (draft: RunEventDraft) => void {
+    // Resolved once: this closure sits on the per-token path.
+    const buffer = this.hub.ensure(run.tenantId, run.runId, run.attempt);
     return (draft) => {
-      const buffer = this.hub.ensure(run.tenantId, run.runId, run.attempt);
       if (buffer.terminalEvent) return;
       if (buffer.isEmpty && draft.type !== "run.started") {
         buffer.append({ type: "run.started", run_id: run.runId, thread_id: run.threadId, attempt: run.attempt, status: run.status });

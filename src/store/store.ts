@@ -166,6 +166,8 @@ export interface Store {
   /** The terminal write: status, the run's own counts, the thread's counts, in one transaction. */
   finishRun(input: FinishRunInput): Promise<RunRecord | undefined>;
 
+  /** Gives up `owner`'s lease on a run it can no longer drive, so recovery takes it over now. */
+  releaseLease(tenantId: string, runId: string, owner: string): Promise<void>;
   /** System-level: extends every lease `owner` holds on a non-terminal run. */
   renewLeases(owner: string, leaseExpiresAt: number): Promise<number>;
   /** System-level: non-terminal runs whose lease expired, and queued runs nobody claimed since `orphanedBefore`. */

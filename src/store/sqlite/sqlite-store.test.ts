@@ -680,6 +680,19 @@ describe("leases and recovery", () => {
     expect((await store.getRun(TENANT, theirs.runId))?.leaseExpiresAt).toBe(theirs.leaseExpiresAt);
     expect((await store.getRun(TENANT, done.runId))?.leaseExpiresAt).toBeNull();
   });
+
+  it("releaseLease makes only the owner's run recoverable at once", async () => {
+    const mine = await runningRun(TENANT, "w1");
+    const theirs = await runningRun(TENANT, "w2");
+    await store.releaseLease(TENANT, mine.runId, "w1");
+    await store.releaseLease(TENANT, theirs.runId, "w1");
+    const recoverable = await store.listRecoverableRuns(now, 0);
+    expect(recoverable.map((run) => run.runId)).toEqual([mine.runId]);
+    // A renewal by the owner does not bring a released lease back to life.
+    await store.renewLeases("w1", now + 30_000);
+    expect(await store.getRun(TENANT, mine.runId)).toMatchObject({ leaseOwner: null, leaseExpiresAt: 0 });
+    expect((await store.listRecoverableRuns(now, 0)).map((run) => run.runId)).toEqual([mine.runId]);
+  });
 });
 
 describe("migrations", () => {

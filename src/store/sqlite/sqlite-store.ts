@@ -537,6 +537,13 @@ class SqliteStore implements Store {
     return tx();
   }
 
+  async releaseLease(tenantId: string, runId: string, owner: string): Promise<void> {
+    this.#sql(
+      `UPDATE runs SET lease_owner = NULL, lease_expires_at = 0
+       WHERE tenant_id = ? AND run_id = ? AND lease_owner = ? AND status NOT IN ('completed', 'failed', 'cancelled')`,
+    ).run(tenantId, runId, owner);
+  }
+
   async renewLeases(owner: string, leaseExpiresAt: number): Promise<number> {
     return this.#sql(
       `UPDATE runs SET lease_expires_at = ?
