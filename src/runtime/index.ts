@@ -1,4 +1,6 @@
-export { Runtime, createRuntime, CancelRequestedError, conflictDetails } from "./runtime.js";
+export { Runtime, createRuntime } from "./runtime.js";
+export { CancelRequestedError, conflictDetails } from "./run-errors.js";
+export { recoverRun, type RecoveryContext } from "./recover-run.js";
 export type { RuntimeOptions, RuntimeObserver, StartRunRequest, CancelRunResult } from "./runtime.js";
 export { CancelScope, abortableDelay } from "./cancel-scope.js";
 export { runPlan } from "./plan.js";

@@ -22,6 +22,8 @@ import { silentLogger, type Logger } from "./logger.js";
 import type { ChatModel } from "./model.js";
 import { DisconnectWatch } from "./disconnect-watch.js";
 import { PendingCancels } from "./pending-cancels.js";
+import { CancelRequestedError, conflictDetails } from "./run-errors.js";
+import { recoverRun } from "./recover-run.js";
 import { traceFor, type RunExecution } from "./run-execution.js";
 
 /** Hooks for metrics; all optional. */
@@ -293,49 +295,19 @@ export class Runtime {
       let recovered = 0;
       for (const run of runs) {
         if (this.#active.has(runKey(run.tenantId, run.runId))) continue;
-        if (await this.#recoverOne(run)) recovered++;
+        const recoveredRun = await recoverRun(run, {
+          store: this.store,
+          now: this.#clock.now(),
+          launch: (queued) => this.#launch(queued),
+          trace: (traced, kind, data) => this.#trace(traced, kind, data),
+          emitter: (ended) => this.#emitter(ended),
+        });
+        if (recoveredRun) recovered++;
       }
       return recovered;
     } finally {
       this.#isRecovering = false;
     }
-  }
-
-  async #recoverOne(run: RunRecord): Promise<boolean> {
-    const now = this.#clock.now();
-    const base = { tenantId: run.tenantId, runId: run.runId, now };
-    if (run.status === "queued") {
-      this.#trace(run, "recovered", { from: run.status, action: "claim" });
-      this.#launch(run);
-      return true;
-    }
-    if (run.status === "cancel_requested" || run.status === "cancelling") {
-      const finished = await this.store.finishRun({ ...base, to: "cancelled", from: [run.status], stats: {} });
-      if (finished) this.#recovered(finished, "cancelled");
-      return finished !== undefined;
-    }
-    if (run.recoveryPolicy === "resume") {
-      const requeued = await this.store.transitionRun({ ...base, from: ["running", "interrupted"], to: "queued" });
-      if (!requeued) return false;
-      this.#trace(requeued, "recovered", { from: run.status, action: "resume", attempt: requeued.attempt });
-      this.#launch(requeued);
-      return true;
-    }
-    const failed = await this.store.finishRun({
-      ...base,
-      to: "failed",
-      from: ["running", "interrupted"],
-      stats: {},
-      failureReason: "worker_lost",
-      failureMessage: "The process running this run stopped before it finished.",
-    });
-    if (failed) this.#recovered(failed, "failed");
-    return failed !== undefined;
-  }
-
-  #recovered(run: RunRecord, action: string): void {
-    this.#trace(run, "recovered", { action });
-    emitTerminal({ emit: this.#emitter(run) }, run, 0);
   }
 
   /** Claims a queued run for this process and executes it in the background. */
@@ -441,25 +413,6 @@ export class Runtime {
     this.#disconnectWatch.clear();
     this.hub.clear();
   }
-}
-
-/** A cancel's reason as the abort reason of a run's scope. */
-export class CancelRequestedError extends Error {
-  readonly reason: string;
-  constructor(reason: string) {
-    super(`cancel requested: ${reason}`);
-    this.name = "AbortError";
-    this.reason = reason;
-  }
-}
-
-/** The details of a 409 state_version_conflict. */
-export function conflictDetails(thread: ThreadRecord): Record<string, unknown> {
-  return {
-    current_checkpoint_id: thread.headCheckpointId,
-    current_state_version: thread.stateVersion,
-    allowed_actions: ["reload", `fork_from_${thread.headCheckpointId}`],
-  };
 }
 
 function runKey(tenantId: string, runId: string): string {

@@ -1,0 +1,58 @@
+import type { RunEventDraft, RunRecord } from "../core/index.js";
+import type { Store } from "../store/index.js";
+import { emitTerminal } from "./execute-run.js";
+
+/** What recovery needs from the runtime. */
+export interface RecoveryContext {
+  store: Store;
+  now: number;
+  /** Claims and executes a queued run on this process. */
+  launch(run: RunRecord): void;
+  trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
+  emitter(run: RunRecord): (draft: RunEventDraft) => void;
+}
+
+/**
+ * Recovers one run whose lease expired (its process died) or that nobody claimed:
+ * - a queued run is claimed and executed;
+ * - a run whose cancel was accepted is cancelled, since its work stopped with its worker;
+ * - otherwise the run's policy decides: `resume` runs it again from its last checkpoint as a new
+ *   attempt, `fail` ends it `failed {reason: worker_lost}`.
+ * Every step is a compare-and-set, so two recoverers cannot both act. Returns whether it acted.
+ */
+export async function recoverRun(run: RunRecord, context: RecoveryContext): Promise<boolean> {
+  const { store, now } = context;
+  const base = { tenantId: run.tenantId, runId: run.runId, now };
+  if (run.status === "queued") {
+    context.trace(run, "recovered", { from: run.status, action: "claim" });
+    context.launch(run);
+    return true;
+  }
+  if (run.status === "cancel_requested" || run.status === "cancelling") {
+    const cancelled = await store.finishRun({ ...base, to: "cancelled", from: [run.status], stats: {} });
+    if (cancelled) ended(context, cancelled, "cancelled");
+    return cancelled !== undefined;
+  }
+  if (run.recoveryPolicy === "resume") {
+    const requeued = await store.transitionRun({ ...base, from: ["running", "interrupted"], to: "queued" });
+    if (!requeued) return false;
+    context.trace(requeued, "recovered", { from: run.status, action: "resume", attempt: requeued.attempt });
+    context.launch(requeued);
+    return true;
+  }
+  const failed = await store.finishRun({
+    ...base,
+    to: "failed",
+    from: ["running", "interrupted"],
+    stats: {},
+    failureReason: "worker_lost",
+    failureMessage: "The process running this run stopped before it finished.",
+  });
+  if (failed) ended(context, failed, "failed");
+  return failed !== undefined;
+}
+
+function ended(context: RecoveryContext, run: RunRecord, action: string): void {
+  context.trace(run, "recovered", { action });
+  emitTerminal({ emit: context.emitter(run) }, run, 0);
+}
