@@ -142,6 +142,7 @@ export const checkpointCost: Benchmark = {
     const pick = (at: "early" | "late", field: keyof BatchCost) => median(results.map((result) => result[at][field]));
     const earlyMicros = round(pick("early", "medianMicros"), 1);
     const lateMicros = round(pick("late", "medianMicros"), 1);
+    const earlyMean = round(pick("early", "meanMicros"), 1);
     const earlyPages = round(pick("early", "pageBytes"), 0);
     const earlyPayload = round(pick("early", "payloadBytes"), 0);
     const timeRatio = lateMicros / earlyMicros;
@@ -154,6 +155,8 @@ export const checkpointCost: Benchmark = {
           target: "ratio ≤ 1.3",
           isMet: timeRatio <= 1.3,
         },
+        { label: `mean time per publish at message ${EARLY_POSITION}`, value: earlyMean, unit: "µs" },
+        compared({ label: `mean time per publish at message ${LATE_POSITION}`, value: round(pick("late", "meanMicros"), 1), unit: "µs" }, { label: `at ${EARLY_POSITION}`, value: earlyMean }),
         { label: `allocated bytes per publish at message ${EARLY_POSITION}`, value: earlyPages, unit: "B" },
         {
           ...compared({ label: `allocated bytes per publish at message ${LATE_POSITION}`, value: round(pick("late", "pageBytes"), 0), unit: "B" }, { label: `at ${EARLY_POSITION}`, value: earlyPages }),

@@ -10,9 +10,12 @@ import { consumeSse, type SseConsumption } from "./consume-sse.js";
 import { median, round } from "./statistics.js";
 
 const RUNS = 1_000;
-/** Each run streams at this pace for longer than the benchmark lasts (2,000 words = 200 s); the demo model holds its whole answer as an array, so WORDS is kept small. */
+/**
+ * Each run streams at this pace for longer than the benchmark lasts (1,000 words = 100 s). The demo
+ * model holds its whole answer as an array of words (8 B a word per run), so WORDS is kept small.
+ */
 const WORDS_PER_SECOND = 10;
-const WORDS = 2_000;
+const WORDS = 1_000;
 const SAMPLES = 5;
 const SAMPLE_INTERVAL_MS = 400;
 /** How long the runs keep streaming after the first samples, with RSS read every second. */
@@ -186,11 +189,11 @@ export const rss1000: Benchmark = {
           },
           { label: "RSS above idle per streaming run", value: round((peak.median - idle.median) / RUNS / 1e3, 1), unit: "kB" },
           {
-            ...compared({ label: `RSS after ${LATER_MS / 1000} s more streaming (median)`, value: megabytes(later.median), unit: "MB" }, idleMb),
+            ...compared({ label: `max RSS over ${LATER_MS / 1000} s more streaming`, value: megabytes(peakMax), unit: "MB" }, idleMb),
             target: "≤ 300 MB",
-            isMet: later.max <= 300e6,
+            isMet: peakMax <= 300e6,
           },
-          { label: "RSS growth per delta streamed (slope)", value: round(slope(trend), 0), unit: "B" },
+          { label: "RSS growth per delta streamed (least squares)", value: round(slope(trend), 0), unit: "B" },
           { label: "child CPU while streaming", value: round(childCpuShare, 2), unit: "cores" },
           compared({ label: "RSS after cancelling every run", value: megabytes(afterCancel.median), unit: "MB" }, idleMb),
         ],

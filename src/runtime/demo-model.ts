@@ -34,14 +34,21 @@ export function createDemoModel(options: DemoModelOptions = {}): ChatModel {
   };
 }
 
-/** The demo's deterministic answer to the last user message, as words. */
+/** The demo's deterministic answer to the last user message, as words (for tests and small answers). */
 export function demoAnswerWords(request: ModelRequest, wordCount: number): string[] {
+  const answer = createDemoAnswer(request, wordCount);
+  return Array.from({ length: answer.length }, (_, index) => answer.wordAt(index));
+}
+
+/** The answer's words by index: nothing is allocated up front, however long the answer. */
+function createDemoAnswer(request: ModelRequest, wordCount: number): { length: number; wordAt(index: number): string } {
   const lastUser = [...request.messages].reverse().find((message) => message.role === "user");
   const echo = (lastUser?.content ?? "").replace(/\s+/g, " ").trim().split(" ").slice(0, 12).join(" ");
   const opening = `This is the Tidemark demo model, not a real language model. You wrote: "${echo}".`.split(" ");
-  const words = [...opening];
-  for (let index = 0; words.length < wordCount; index++) words.push(FILLER[index % FILLER.length]!);
-  return words.slice(0, Math.max(wordCount, opening.length));
+  return {
+    length: Math.max(wordCount, opening.length),
+    wordAt: (index) => (index < opening.length ? opening[index]! : FILLER[(index - opening.length) % FILLER.length]!),
+  };
 }
 
 async function* streamDemoAnswer(
@@ -51,16 +58,16 @@ async function* streamDemoAnswer(
   intervalMs: number,
 ): AsyncGenerator<ModelStreamPart> {
   signal.throwIfAborted();
-  const words = demoAnswerWords(request, wordCount);
+  const answer = createDemoAnswer(request, wordCount);
   const inputTokens = request.messages.reduce((sum, message) => sum + message.content.split(/\s+/).length, 0);
-  for (let index = 0; index < words.length; index++) {
+  for (let index = 0; index < answer.length; index++) {
     if (intervalMs > 0) await abortableDelay(intervalMs, signal);
     else if (index % FULL_SPEED_YIELD_EVERY === FULL_SPEED_YIELD_EVERY - 1) await new Promise(setImmediate);
     signal.throwIfAborted();
-    yield { type: "text-delta", text: index === 0 ? words[index]! : ` ${words[index]}` };
+    yield { type: "text-delta", text: index === 0 ? answer.wordAt(index) : ` ${answer.wordAt(index)}` };
   }
   // The demo counts words as its tokens: its own figures, not an estimate.
-  yield { type: "finish", finishReason: "stop", usage: { inputTokens, outputTokens: words.length, isEstimated: false } };
+  yield { type: "finish", finishReason: "stop", usage: { inputTokens, outputTokens: answer.length, isEstimated: false } };
 }
 
 /** A heuristic title: the first words of the first user message. */

@@ -181,3 +181,17 @@ describe("RunEventBuffer subscribers", () => {
     expect(seen).toEqual([1, 2]);
   });
 });
+
+describe("RunEventBuffer keeps deltas compactly", () => {
+  it("replays a delta with exactly the bytes of the event as appended", () => {
+    const buffer = new RunEventBuffer("run_compact");
+    const appended = [
+      buffer.append({ type: "run.started", run_id: "run_compact", thread_id: "thr_x", attempt: 1, status: "running" }),
+      buffer.append({ type: "message.delta", run_id: "run_compact", message_id: "msg_a", text: 'quote " and \n newline' }),
+      buffer.append({ type: "message.delta", run_id: "run_compact", message_id: "msg_a", text: " ünïcødé 🌊" }),
+    ];
+    expect(buffer.framesAfter(0).text).toBe(appended.map(formatSseFrame).join(""));
+    expect(buffer.typeAt(2)).toBe("message.delta");
+    expect(buffer.typeAt(1)).toBe("run.started");
+  });
+});

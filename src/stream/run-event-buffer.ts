@@ -1,17 +1,27 @@
 import { isTerminalEventType, type RunEvent, type RunEventDraft } from "../core/index.js";
 import { formatSseFrame } from "./sse-frame.js";
 
+/** A delta kept compactly: its frame is built when it is sent (message ids are shared strings). */
+interface DeltaEntry {
+  messageId: string;
+  text: string;
+}
+
+/** A ready SSE frame (every event but deltas), or a compact delta. */
+type Entry = string | DeltaEntry;
+
 /**
- * One run's event log for reconnecting clients: gapless `seq`, each event serialised once into
- * its SSE frame and shared by every subscriber. Short-lived and never read by resume: history is
+ * One run's event log for reconnecting clients: gapless `seq`, shared by every subscriber.
+ * Deltas, which are most of a run's events, are kept as their text only and framed on send, so
+ * a buffer kept for its TTL costs about the text streamed, not a full frame per token. Every
+ * other event is serialised once, at append. Short-lived and never read by resume: history is
  * the truth, this buffer only a convenience.
  */
 export class RunEventBuffer {
   readonly runId: string;
   /** The seq of the first event this buffer holds. */
   readonly firstSeq: number;
-  readonly #frames: string[] = [];
-  readonly #types: string[] = [];
+  readonly #entries: Entry[] = [];
   readonly #listeners = new Set<() => void>();
   #terminal: RunEvent | undefined;
   readonly #terminalWaiters: ((event: RunEvent) => void)[] = [];
@@ -23,11 +33,11 @@ export class RunEventBuffer {
 
   /** The seq of the last event appended (firstSeq − 1 when empty). */
   get lastSeq(): number {
-    return this.firstSeq + this.#frames.length - 1;
+    return this.firstSeq + this.#entries.length - 1;
   }
 
   get isEmpty(): boolean {
-    return this.#frames.length === 0;
+    return this.#entries.length === 0;
   }
 
   /** The terminal event, once appended. */
@@ -35,12 +45,15 @@ export class RunEventBuffer {
     return this.#terminal;
   }
 
-  /** Stamps the next seq on `draft`, stores its frame and wakes subscribers. */
+  /** Stamps the next seq on `draft`, stores it and wakes subscribers. */
   append(draft: RunEventDraft): RunEvent {
     if (this.#terminal) throw new Error(`run ${this.runId} already ended with ${this.#terminal.type}`);
     const event = { ...draft, seq: this.lastSeq + 1 } as RunEvent;
-    this.#frames.push(formatSseFrame(event));
-    this.#types.push(event.type);
+    if (event.type === "message.delta") {
+      this.#entries.push({ messageId: event.message_id, text: event.text });
+    } else {
+      this.#entries.push(formatSseFrame(event));
+    }
     if (isTerminalEventType(event.type)) {
       this.#terminal = event;
       for (const resolve of this.#terminalWaiters.splice(0)) resolve(event);
@@ -52,26 +65,42 @@ export class RunEventBuffer {
   /** Frames with seq in (afterSeq, afterSeq + limit], joined, and the seq of the last one. */
   framesAfter(afterSeq: number, limit = Number.POSITIVE_INFINITY): { text: string; lastSeq: number; count: number } {
     const start = Math.max(0, afterSeq + 1 - this.firstSeq);
-    const end = Math.min(this.#frames.length, start + limit);
+    const end = Math.min(this.#entries.length, start + limit);
     if (start >= end) return { text: "", lastSeq: Math.max(afterSeq, this.firstSeq - 1), count: 0 };
-    return { text: this.#frames.slice(start, end).join(""), lastSeq: this.firstSeq + end - 1, count: end - start };
+    let text = "";
+    for (let index = start; index < end; index++) text += this.#frameAt(index);
+    return { text, lastSeq: this.firstSeq + end - 1, count: end - start };
   }
 
-  /** The events with seq in (afterSeq, upToSeq], parsed back from their frames. */
+  /** The events with seq in (afterSeq, upToSeq]. */
   eventsBetween(afterSeq: number, upToSeq: number): RunEvent[] {
     const start = Math.max(0, afterSeq + 1 - this.firstSeq);
-    const end = Math.min(this.#frames.length, upToSeq + 1 - this.firstSeq);
+    const end = Math.min(this.#entries.length, upToSeq + 1 - this.firstSeq);
     const events: RunEvent[] = [];
     for (let index = start; index < end; index++) {
-      const frame = this.#frames[index]!;
-      events.push(JSON.parse(frame.slice(frame.indexOf("\ndata: ") + 7, -2)) as RunEvent);
+      const entry = this.#entries[index]!;
+      if (typeof entry === "string") events.push(JSON.parse(entry.slice(entry.indexOf("\ndata: ") + 7, -2)) as RunEvent);
+      else events.push(this.#deltaEvent(entry, this.firstSeq + index));
     }
     return events;
   }
 
   /** The type of the event with `seq`, if held. */
   typeAt(seq: number): string | undefined {
-    return this.#types[seq - this.firstSeq];
+    const entry = this.#entries[seq - this.firstSeq];
+    if (entry === undefined) return undefined;
+    if (typeof entry !== "string") return "message.delta";
+    return entry.slice(entry.indexOf("\nevent: ") + 8, entry.indexOf("\ndata: "));
+  }
+
+  #frameAt(index: number): string {
+    const entry = this.#entries[index]!;
+    return typeof entry === "string" ? entry : formatSseFrame(this.#deltaEvent(entry, this.firstSeq + index));
+  }
+
+  /** A delta's event, with the key order it was appended with (so its bytes never change). */
+  #deltaEvent(entry: DeltaEntry, seq: number): RunEvent {
+    return { type: "message.delta", run_id: this.runId, message_id: entry.messageId, text: entry.text, seq };
   }
 
   /** Calls `listener` after every append; returns the unsubscribe function. */
