@@ -11,5 +11,7 @@ export type * from "./store/index.js";
 export { createSqliteStore } from "./store/sqlite/index.js";
 export { createRuntime, Runtime, createDemoModel } from "./runtime/index.js";
 export type { ChatModel, ModelStreamPart, RuntimeOptions } from "./runtime/index.js";
+export { selectModel, fromAISDKModel, createOpenAICompatibleModel, withRetries } from "./models/index.js";
+export type { ProviderCancelOptions, OpenAICompatibleModelOptions, AISDKModelOptions } from "./models/index.js";
 export { createApp, startServer, createServerMetrics, parseApiKeys } from "./server/index.js";
 export { checkStore, formatCheckReport } from "./check/index.js";

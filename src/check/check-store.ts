@@ -17,7 +17,7 @@ export interface CheckStoreOptions {
 }
 
 // 2 and 7 need the operation ledger and tool calls; listing them keeps "not checked" apart from "clean".
-const NOT_APPLICABLE = [2, 7] as const;
+const NOT_APPLICABLE = [2] as const;
 
 /**
  * Checks every thread of `store` against the invariants of DESIGN §15.

@@ -57,6 +57,9 @@ function message(
     stateVersion,
     checkpointId,
     publicationStatus: "published",
+    toolCalls: null,
+    toolCallId: null,
+    toolName: null,
     createdAt: stateVersion,
   };
 }

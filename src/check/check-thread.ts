@@ -2,9 +2,10 @@
  * The per-thread half of `tidemark check` (DESIGN §15): a pure function over one
  * {@link ThreadSnapshot}, so it runs the same on any adapter and on hand-built fixtures.
  *
- * Invariants 2 (one idempotency key → one external action) and 7 (no tool call without an
- * outcome) need the operation ledger and tool calls, which no store holds yet; they are not
- * checked here rather than checked against nothing.
+ * Invariant 7 (no tool call without an outcome in model context) is checked by building the
+ * model context from the thread's history exactly as the runtime does. Invariant 2 (one
+ * idempotency key → one external action) needs the operation ledger, which no store holds yet; it
+ * is not checked rather than checked against nothing.
  */
 import {
   canTransition,
@@ -15,6 +16,7 @@ import {
   type RunRecord,
   type RunTransitionRecord,
 } from "../core/index.js";
+import { buildModelContext, findOrphanToolCalls } from "../runtime/model-context.js";
 import type { ThreadSnapshot } from "../store/index.js";
 
 /** One broken invariant, located as precisely as the rows allow. */
@@ -31,7 +33,7 @@ export interface Violation {
 
 type Located = Omit<Violation, "tenantId" | "threadId">;
 
-/** Every violation of invariants 1, 3, 4, 5 and 6 in one thread, ordered by invariant. */
+/** Every violation of invariants 1, 3, 4, 5, 6 and 7 in one thread, ordered by invariant. */
 export function checkThread(snapshot: ThreadSnapshot): Violation[] {
   const checkpoints = new Map(snapshot.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
   const found: Located[] = [
@@ -40,6 +42,7 @@ export function checkThread(snapshot: ThreadSnapshot): Violation[] {
     ...checkCancelBoundary(snapshot, checkpoints),
     ...checkVersions(snapshot, checkpoints),
     ...checkTransitions(snapshot.runs, snapshot.transitions),
+    ...checkToolOutcomes(snapshot.messages),
   ];
   const { tenantId, threadId } = snapshot.thread;
   return found.map((violation) => ({ ...violation, tenantId, threadId }));
@@ -279,4 +282,12 @@ function checkRunTransitions(run: RunRecord, unordered: RunTransitionRecord[]): 
     found.push({ ...at, detail });
   }
   return found;
+}
+
+/** Invariant 7: the model context built from this history has an outcome for every tool call. */
+function checkToolOutcomes(messages: MessageRecord[]): Located[] {
+  return findOrphanToolCalls(buildModelContext(messages)).map((toolCallId) => ({
+    invariant: 7,
+    detail: `tool call ${toolCallId} has no outcome in model context`,
+  }));
 }

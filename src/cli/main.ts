@@ -2,7 +2,8 @@
 import { Command, InvalidArgumentError } from "commander";
 import { existsSync } from "node:fs";
 import { checkStore, formatCheckReport } from "../check/index.js";
-import { createDemoModel, createJsonLogger } from "../runtime/index.js";
+import { selectModel, MODEL_SPECS } from "../models/index.js";
+import { createJsonLogger, type ChatModel } from "../runtime/index.js";
 import { parseApiKeys } from "../server/index.js";
 import { startTidemark } from "../start-tidemark.js";
 import { createSqliteStore } from "../store/sqlite/index.js";
@@ -21,17 +22,22 @@ program
   .option("--port <port>", "port to listen on", integer("port"), 8787)
   .option("--host <host>", "address to bind (loopback only unless TIDEMARK_API_KEYS is set)", "127.0.0.1")
   .option("--db <file>", "SQLite database file", "./tidemark.db")
-  .option("--model <name>", "model to use (demo)", process.env.TIDEMARK_MODEL ?? "demo")
+  .option("--model <name>", `model: ${MODEL_SPECS.join(" | ")} (or TIDEMARK_MODEL)`, process.env.TIDEMARK_MODEL ?? "demo")
   .action(async (options: { port: number; host: string; db: string; model: string }) => {
-    if (options.model !== "demo") fail(`Unknown model "${options.model}". Available: demo.`);
     const logger = createJsonLogger();
+    let model: ChatModel;
+    try {
+      model = selectModel(options.model, process.env, (error) => logger.warn({ error: String(error) }, "provider cancel call failed"));
+    } catch (error) {
+      fail(error instanceof Error ? error.message : String(error));
+    }
     const tidemark = await startTidemark({
       dbPath: options.db,
       host: options.host,
       port: options.port,
       apiKeys: parseApiKeys(process.env.TIDEMARK_API_KEYS),
       logger,
-      model: createDemoModel({ wordsPerSecond: envNumber("TIDEMARK_DEMO_WORDS_PER_SECOND"), wordCount: envNumber("TIDEMARK_DEMO_WORDS") }),
+      model,
       leaseMs: envNumber("TIDEMARK_LEASE_MS"),
       eventTtlMs: envNumber("TIDEMARK_EVENT_TTL_MS"),
       heartbeatMs: envNumber("TIDEMARK_HEARTBEAT_MS"),

@@ -82,7 +82,19 @@ export interface MessageRecord {
   stateVersion: number;
   checkpointId: string;
   publicationStatus: PublicationStatus;
+  /** An assistant message's tool calls (`input` is JSON text). */
+  toolCalls: MessageToolCall[] | null;
+  /** A tool message: the call it answers. */
+  toolCallId: string | null;
+  toolName: string | null;
   createdAt: number;
+}
+
+/** A tool call as kept in history. */
+export interface MessageToolCall {
+  toolCallId: string;
+  toolName: string;
+  input: string;
 }
 
 /** What decision a checkpoint records (DESIGN §5). */

@@ -1,5 +1,6 @@
 import { isTerminalStatus, type RunRecord, type UsageStats } from "../core/index.js";
 import { buildModelContext, createChatProgram, ModelFailedError, PublicationRejectedError } from "./chat-program.js";
+import { ModelError } from "./model-error.js";
 import { runPlan } from "./plan.js";
 import type { RunExecution } from "./run-execution.js";
 
@@ -26,9 +27,27 @@ export async function executeRun(execution: RunExecution): Promise<ExecutionOutc
   return settle(execution, current, planError);
 }
 
-async function settle(execution: RunExecution, current: RunRecord, planError: unknown): Promise<ExecutionOutcome> {
+async function settle(execution: RunExecution, initial: RunRecord, planError: unknown): Promise<ExecutionOutcome> {
   const { run, store, clock } = execution;
   const now = clock.now();
+  let current = initial;
+
+  if (current.status === "running" && isProviderCancel(planError) && execution.stopCause === null) {
+    // An HTTP 499 means the provider cancelled: record it as a cancel, never as a failure.
+    await execution.requestCancel("provider_cancelled");
+    const reread = await store.getRun(run.tenantId, run.runId);
+    if (reread) current = reread;
+  }
+
+  if (current.status === "running" && planError === undefined && execution.stopCause === null) {
+    // Every step is done (e.g. the model-step limit was reached after tool results): complete.
+    const completed = await store.finishRun({ tenantId: run.tenantId, runId: run.runId, to: "completed", from: ["running"], stats: {}, now });
+    if (completed) {
+      emitTerminal(execution, completed, 0);
+      return "completed";
+    }
+    current = (await store.getRun(run.tenantId, run.runId)) ?? current;
+  }
 
   if (current.status === "completed") {
     execution.emit({
@@ -76,6 +95,7 @@ async function settle(execution: RunExecution, current: RunRecord, planError: un
 
   if (current.status === "running") {
     const isProviderError = planError instanceof ModelFailedError;
+    const modelError = isProviderError && ModelError.isInstance(planError.cause) ? planError.cause : undefined;
     const finished = await store.finishRun({
       tenantId: run.tenantId,
       runId: run.runId,
@@ -83,7 +103,8 @@ async function settle(execution: RunExecution, current: RunRecord, planError: un
       from: ["running"],
       stats: discardedStats(execution),
       failureReason: isProviderError ? "provider_error" : "error",
-      failureMessage: isProviderError ? "The model failed while generating." : "The run failed.",
+      // ModelError messages are written to be safe (no key, no upstream body).
+      failureMessage: modelError?.message ?? (isProviderError ? "The model failed while generating." : "The run failed."),
       now,
     });
     execution.trace("run_failed", { error: describe(planError) });
@@ -145,6 +166,10 @@ export function emitTerminal(execution: Pick<RunExecution, "emit">, run: RunReco
       message: run.failureMessage ?? "The run failed.",
     });
   }
+}
+
+function isProviderCancel(error: unknown): boolean {
+  return error instanceof ModelFailedError && ModelError.isInstance(error.cause) && error.cause.kind === "cancelled";
 }
 
 function describe(error: unknown): string {

@@ -11,3 +11,6 @@ export type { ChatModel, ModelMessage, ModelRequest, ModelStreamPart, ModelUsage
 export { createJsonLogger, silentLogger, type Logger } from "./logger.js";
 export { runInBackground } from "./background.js";
 export type { ExecutionOutcome } from "./execute-run.js";
+export { ModelError, parseRetryAfter, type ModelErrorKind } from "./model-error.js";
+export { buildModelContext, findOrphanToolCalls, CANCELLED_BEFORE_EXECUTION, type ModelContextOptions } from "./model-context.js";
+export type { ToolCall, FinishReason, ModelToolDefinition } from "./model.js";

@@ -1,12 +1,26 @@
 /**
- * The model contract the runtime streams from. It is deliberately small: issue-level adapters
- * (the AI SDK provider specification, a lean OpenAI-compatible reader) map onto it.
+ * The model contract the runtime streams from. It is deliberately small: adapters (any AI SDK
+ * language model, a lean OpenAI-compatible reader, the demo model) map onto it.
  */
 
+/** A tool call the model asked for; `input` is JSON text. */
+export interface ToolCall {
+  toolCallId: string;
+  toolName: string;
+  input: string;
+}
+
 /** One message of model context. */
-export interface ModelMessage {
-  role: "system" | "user" | "assistant" | "tool";
-  content: string;
+export type ModelMessage =
+  | { role: "system" | "user"; content: string }
+  | { role: "assistant"; content: string; toolCalls?: readonly ToolCall[] }
+  | { role: "tool"; toolCallId: string; toolName: string; content: string; isError?: boolean };
+
+/** A tool the model may call (JSON Schema input). */
+export interface ModelToolDefinition {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
 }
 
 /** Token counts a model reports (or the runtime estimates, flagged as such). */
@@ -17,21 +31,29 @@ export interface ModelUsage {
   isEstimated: boolean;
 }
 
+/** Why a generation ended. */
+export type FinishReason = "stop" | "length" | "tool-calls" | "content-filter" | "other";
+
 /** One part of a streamed generation. */
 export type ModelStreamPart =
   | { type: "text-delta"; text: string }
-  | { type: "finish"; finishReason: "stop" | "length" | "other"; usage?: ModelUsage };
+  | { type: "tool-call"; toolCall: ToolCall }
+  | { type: "finish"; finishReason: FinishReason; usage?: ModelUsage };
 
 /** What a model is asked to continue. */
 export interface ModelRequest {
   messages: readonly ModelMessage[];
+  tools?: readonly ModelToolDefinition[];
 }
 
 /** A streaming language model that honours an AbortSignal. */
 export interface ChatModel {
-  /** A stable name such as `demo` or `openai:gpt-4o-mini`. */
+  /** A stable name such as `demo` or `openai-compatible:llama3`. */
   readonly id: string;
-  /** Streams a generation; aborting `signal` must stop it (and close any upstream request). */
+  /**
+   * Streams a generation. Aborting `signal` must stop it at once and close any upstream request.
+   * Failures are thrown as {@link ModelError} where the adapter can classify them.
+   */
   stream(request: ModelRequest, options: { signal: AbortSignal }): AsyncIterable<ModelStreamPart>;
   /** A short thread title for the first user message, if the model offers one. */
   title?(firstUserMessage: string, options: { signal: AbortSignal }): Promise<string>;

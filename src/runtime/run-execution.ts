@@ -27,6 +27,8 @@ export interface RunExecution {
   readonly scope: CancelScope;
   /** Appends an event to the run's stream. */
   emit(draft: RunEventDraft): void;
+  /** Records a cancel through the store, as a Stop would (e.g. when the provider cancelled). */
+  requestCancel(reason: string): Promise<void>;
   /** Records a trace entry in the background. */
   trace(kind: string, data: Record<string, unknown>): void;
   /** The step in progress, so an accepted cancel can name it in its checkpoint. */

@@ -324,6 +324,9 @@ export class Runtime {
       scope,
       emit,
       trace: (kind, data) => this.#trace(run, kind, data),
+      requestCancel: async (reason) => {
+        await this.cancelRun(run.tenantId, run.runId, reason);
+      },
       activeStep: null,
       stopCause: null,
       discarded: { llmCalls: 0, streamChars: 0, outputTokens: 0, inputTokens: 0, isEstimated: true },

@@ -75,6 +75,9 @@ export const MessageSchema = z
     state_version: z.number().int(),
     checkpoint_id: z.string(),
     publication_status: z.enum(["published", "fragment", "deleted"]),
+    tool_calls: z.array(z.object({ tool_call_id: z.string(), tool_name: z.string(), input: z.string() })).nullable(),
+    tool_call_id: z.string().nullable(),
+    tool_name: z.string().nullable(),
     position: z.number().int(),
     created_at: z.string(),
   })

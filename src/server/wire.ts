@@ -68,6 +68,9 @@ export function messageView(message: MessageRecord) {
     state_version: message.stateVersion,
     checkpoint_id: message.checkpointId,
     publication_status: message.publicationStatus,
+    tool_calls: message.toolCalls?.map((call) => ({ tool_call_id: call.toolCallId, tool_name: call.toolName, input: call.input })) ?? null,
+    tool_call_id: message.toolCallId,
+    tool_name: message.toolName,
     position: message.position,
     created_at: iso(message.createdAt)!,
   };

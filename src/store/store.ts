@@ -11,6 +11,7 @@ import type {
   CheckpointRecord,
   FailureReason,
   MessageRecord,
+  MessageToolCall,
   PendingStep,
   RecoveryPolicy,
   RunInput,
@@ -74,6 +75,11 @@ export interface PublishMessageInput {
   checkpointId: string;
   role: "assistant" | "tool";
   content: string;
+  /** An assistant message's tool calls. */
+  toolCalls?: MessageToolCall[];
+  /** A tool message: the call it answers. */
+  toolCallId?: string;
+  toolName?: string;
   completedStepId: string;
   /** Counts caused by this step, added to the run and the thread in the same transaction. */
   stats: Partial<UsageStats>;

@@ -116,6 +116,15 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX traces_by_run ON traces (tenant_id, run_id, at);
     `,
   },
+  {
+    version: 2,
+    name: "tool calls on messages",
+    sql: `
+      ALTER TABLE messages ADD COLUMN tool_calls TEXT;
+      ALTER TABLE messages ADD COLUMN tool_call_id TEXT;
+      ALTER TABLE messages ADD COLUMN tool_name TEXT;
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

@@ -52,6 +52,9 @@ export function toMessage(row: Row): MessageRecord {
     stateVersion: num(row.state_version),
     checkpointId: str(row.checkpoint_id),
     publicationStatus: str(row.publication_status) as MessageRecord["publicationStatus"],
+    toolCalls: jsonOrNull(row.tool_calls),
+    toolCallId: strOrNull(row.tool_call_id),
+    toolName: strOrNull(row.tool_name),
     createdAt: num(row.created_at),
   };
 }

@@ -105,8 +105,8 @@ class SqliteStore implements Store {
   #insertMessage(message: MessageRecord): void {
     this.#sql(
       `INSERT INTO messages (tenant_id, message_id, thread_id, position, role, content, run_id, state_version,
-         checkpoint_id, publication_status, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         checkpoint_id, publication_status, tool_calls, tool_call_id, tool_name, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       message.tenantId,
       message.messageId,
@@ -118,6 +118,9 @@ class SqliteStore implements Store {
       message.stateVersion,
       message.checkpointId,
       message.publicationStatus,
+      message.toolCalls ? JSON.stringify(message.toolCalls) : null,
+      message.toolCallId,
+      message.toolName,
       message.createdAt,
     );
   }
@@ -304,6 +307,9 @@ class SqliteStore implements Store {
         stateVersion: advanced.thread.stateVersion,
         checkpointId: input.checkpointId,
         publicationStatus: "published",
+        toolCalls: null,
+        toolCallId: null,
+        toolName: null,
         createdAt: input.now,
       };
       this.#insertMessage(message);
@@ -433,6 +439,9 @@ class SqliteStore implements Store {
         stateVersion: advanced.thread.stateVersion,
         checkpointId: input.checkpointId,
         publicationStatus: "published",
+        toolCalls: input.toolCalls?.length ? input.toolCalls : null,
+        toolCallId: input.toolCallId ?? null,
+        toolName: input.toolName ?? null,
         createdAt: input.now,
       };
       this.#insertMessage(message);

@@ -1,0 +1,6 @@
+export { ModelError, parseRetryAfter, type ModelErrorKind } from "../runtime/model-error.js";
+export { withRetries, type RetryOptions } from "./with-retries.js";
+export { createOpenAICompatibleModel, readChatCompletionStream, type OpenAICompatibleModelOptions } from "./openai-compatible-model.js";
+export { fromAISDKModel, type AISDKModelOptions } from "./ai-sdk-model.js";
+export { registerProviderCancel, type ProviderCancelOptions } from "./provider-cancel.js";
+export { selectModel, MODEL_SPECS } from "./select-model.js";

@@ -1,0 +1,209 @@
+import { createParser } from "eventsource-parser";
+import type { ChatModel, FinishReason, ModelMessage, ModelRequest, ModelStreamPart, ModelUsage } from "../runtime/model.js";
+import { ModelError, parseRetryAfter } from "../runtime/model-error.js";
+import { registerProviderCancel, type ProviderCancelOptions } from "./provider-cancel.js";
+
+/** Options for {@link createOpenAICompatibleModel}. */
+export interface OpenAICompatibleModelOptions {
+  /** The model name sent upstream, e.g. `llama3.1` or `gpt-4o-mini`. */
+  model: string;
+  /** The API base, e.g. `http://127.0.0.1:11434/v1` (Ollama) or `https://api.openai.com/v1`. */
+  baseURL: string;
+  apiKey?: string;
+  /** Extra request headers. */
+  headers?: Record<string, string>;
+  /** An explicit cancel call, for gateways that keep generating after a disconnect. */
+  cancel?: ProviderCancelOptions;
+  maxOutputTokens?: number;
+  /** Where cancel-call failures are reported (default: ignored). */
+  onBackgroundError?: (error: unknown) => void;
+  /** The name this model reports (default `openai-compatible:<model>`). */
+  id?: string;
+}
+
+/**
+ * A lean reader for OpenAI-compatible chat-completions streams (OpenAI, vLLM, Ollama, LM Studio,
+ * llama.cpp): `fetch` + an SSE parser + `JSON.parse` per chunk, close to the bare cost of reading
+ * the stream. Aborting the signal aborts the HTTP request, so the upstream connection closes.
+ */
+export function createOpenAICompatibleModel(options: OpenAICompatibleModelOptions): ChatModel {
+  const endpoint = `${options.baseURL.replace(/\/+$/, "")}/chat/completions`;
+  const headers = {
+    "content-type": "application/json",
+    ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+    ...options.headers,
+  };
+  const onBackgroundError = options.onBackgroundError ?? (() => {});
+
+  async function post(body: Record<string, unknown>, signal: AbortSignal, extraHeaders: Record<string, string>): Promise<Response> {
+    let response: Response;
+    try {
+      response = await fetch(endpoint, { method: "POST", headers: { ...headers, ...extraHeaders }, body: JSON.stringify(body), signal });
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      // A refused or reset connection before any answer: worth another attempt.
+      throw new ModelError("retryable", "The model provider could not be reached.", { cause: error });
+    }
+    if (!response.ok) {
+      const detail = await response.text().catch(() => "");
+      throw ModelError.fromStatus(response.status, {
+        retryAfterMs: parseRetryAfter(response.headers.get("retry-after")),
+        cause: new Error(`HTTP ${response.status}: ${detail.slice(0, 500)}`),
+      });
+    }
+    return response;
+  }
+
+  return {
+    id: options.id ?? `openai-compatible:${options.model}`,
+    async *stream(request: ModelRequest, { signal }): AsyncGenerator<ModelStreamPart> {
+      signal.throwIfAborted();
+      const cancel = registerProviderCancel(options.cancel, signal, onBackgroundError);
+      try {
+        const response = await post(
+          {
+            model: options.model,
+            messages: request.messages.map(toOpenAIMessage),
+            stream: true,
+            stream_options: { include_usage: true },
+            ...(options.maxOutputTokens ? { max_tokens: options.maxOutputTokens } : {}),
+            ...(request.tools?.length
+              ? {
+                  tools: request.tools.map((tool) => ({
+                    type: "function",
+                    function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
+                  })),
+                }
+              : {}),
+          },
+          signal,
+          cancel.headers,
+        );
+        yield* readChatCompletionStream(response.body!, signal);
+      } finally {
+        cancel.release();
+      }
+    },
+    async title(firstUserMessage, { signal }) {
+      const response = await post(
+        {
+          model: options.model,
+          messages: [
+            { role: "system", content: "Write a title of at most six words for a conversation that starts with the user's message. Answer with the title only." },
+            { role: "user", content: firstUserMessage.slice(0, 2_000) },
+          ],
+          max_tokens: 24,
+          stream: false,
+        },
+        signal,
+        {},
+      );
+      const body = (await response.json()) as { choices?: { message?: { content?: string } }[] };
+      const title = body.choices?.[0]?.message?.content?.trim().replace(/^["'«]+|["'».]+$/g, "") ?? "";
+      if (!title) throw new ModelError("rejected", "The model gave no title.");
+      return title;
+    },
+  };
+}
+
+interface ChunkDelta {
+  content?: string | null;
+  tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[];
+}
+
+interface Chunk {
+  choices?: { delta?: ChunkDelta; finish_reason?: string | null }[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+  error?: { code?: number | string; message?: string };
+}
+
+/** Reads a chat-completions SSE body into stream parts; tool calls are emitted once complete. */
+export async function* readChatCompletionStream(body: ReadableStream<Uint8Array>, signal: AbortSignal): AsyncGenerator<ModelStreamPart> {
+  const pending: Chunk[] = [];
+  let isDone = false;
+  const parser = createParser({
+    onEvent(event) {
+      if (event.data === "[DONE]") isDone = true;
+      else pending.push(JSON.parse(event.data) as Chunk);
+    },
+  });
+  const toolCalls = new Map<number, { id: string; name: string; arguments: string }>();
+  let finishReason: FinishReason = "other";
+  let usage: ModelUsage | undefined;
+  const decoder = new TextDecoder();
+  const reader = body.getReader();
+  try {
+    while (!isDone) {
+      let result: ReadableStreamReadResult<Uint8Array>;
+      try {
+        result = await reader.read();
+      } catch (error) {
+        if (signal.aborted) throw signal.reason;
+        throw new ModelError("rejected", "The model provider's stream broke off.", { cause: error });
+      }
+      if (result.done) break;
+      parser.feed(decoder.decode(result.value, { stream: true }));
+      for (const chunk of pending.splice(0)) {
+        if (chunk.error) {
+          const status = Number(chunk.error.code);
+          throw ModelError.fromStatus(Number.isInteger(status) && status >= 400 ? status : 502, { cause: new Error(chunk.error.message) });
+        }
+        const choice = chunk.choices?.[0];
+        const text = choice?.delta?.content;
+        if (text) yield { type: "text-delta", text };
+        for (const call of choice?.delta?.tool_calls ?? []) {
+          const entry = toolCalls.get(call.index) ?? { id: "", name: "", arguments: "" };
+          if (call.id) entry.id = call.id;
+          if (call.function?.name) entry.name += call.function.name;
+          if (call.function?.arguments) entry.arguments += call.function.arguments;
+          toolCalls.set(call.index, entry);
+        }
+        if (choice?.finish_reason) finishReason = mapFinishReason(choice.finish_reason);
+        if (chunk.usage) {
+          usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0, isEstimated: false };
+        }
+      }
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  if (!isDone && finishReason === "other" && toolCalls.size === 0 && usage === undefined) {
+    throw new ModelError("rejected", "The model provider's stream ended early.");
+  }
+  for (const [index, call] of [...toolCalls].sort(([a], [b]) => a - b)) {
+    yield { type: "tool-call", toolCall: { toolCallId: call.id || `call_${index}`, toolName: call.name, input: call.arguments || "{}" } };
+  }
+  yield { type: "finish", finishReason, usage };
+}
+
+function mapFinishReason(reason: string): FinishReason {
+  switch (reason) {
+    case "stop":
+      return "stop";
+    case "length":
+      return "length";
+    case "tool_calls":
+    case "function_call":
+      return "tool-calls";
+    case "content_filter":
+      return "content-filter";
+    default:
+      return "other";
+  }
+}
+
+function toOpenAIMessage(message: ModelMessage): Record<string, unknown> {
+  if (message.role === "tool") return { role: "tool", tool_call_id: message.toolCallId, content: message.content };
+  if (message.role === "assistant" && message.toolCalls?.length) {
+    return {
+      role: "assistant",
+      content: message.content || null,
+      tool_calls: message.toolCalls.map((call) => ({
+        id: call.toolCallId,
+        type: "function",
+        function: { name: call.toolName, arguments: call.input },
+      })),
+    };
+  }
+  return { role: message.role, content: message.content };
+}

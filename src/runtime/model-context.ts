@@ -1,0 +1,55 @@
+import type { MessageRecord, MessageToolCall } from "../core/index.js";
+import type { ModelMessage } from "./model.js";
+
+/** The synthetic result for a tool call that history holds no outcome for. */
+export const CANCELLED_BEFORE_EXECUTION =
+  "[cancelled before execution] This tool call was stopped before it ran, so it has no result.";
+
+/** Options for {@link buildModelContext}. */
+export interface ModelContextOptions {
+  /**
+   * The synthetic result for an unanswered tool call (default: cancelled before execution).
+   * The operation ledger answers "outcome unknown" here for calls handed to an external system.
+   */
+  outcomeFor?: (call: MessageToolCall, message: MessageRecord) => string;
+}
+
+/**
+ * The model context for a thread: its published messages in order. Whatever the history holds,
+ * every assistant tool call is followed by a result: an unanswered call gets an explicit
+ * synthetic one, and a tool result with no call before it is left out, so a provider never
+ * rejects the conversation after a Stop (invariant 7).
+ */
+export function buildModelContext(messages: readonly MessageRecord[], options: ModelContextOptions = {}): ModelMessage[] {
+  const published = messages.filter((message) => message.publicationStatus === "published");
+  const answered = new Set(published.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
+  const called = new Set<string>();
+  const context: ModelMessage[] = [];
+  for (const message of published) {
+    if (message.role === "assistant") {
+      const toolCalls = message.toolCalls ?? [];
+      context.push({ role: "assistant", content: message.content, ...(toolCalls.length ? { toolCalls } : {}) });
+      for (const call of toolCalls) {
+        called.add(call.toolCallId);
+        if (answered.has(call.toolCallId)) continue;
+        const content = options.outcomeFor?.(call, message) ?? CANCELLED_BEFORE_EXECUTION;
+        context.push({ role: "tool", toolCallId: call.toolCallId, toolName: call.toolName, content, isError: true });
+      }
+    } else if (message.role === "tool") {
+      if (message.toolCallId && called.has(message.toolCallId)) {
+        context.push({ role: "tool", toolCallId: message.toolCallId, toolName: message.toolName ?? "", content: message.content });
+      }
+    } else {
+      context.push({ role: message.role, content: message.content });
+    }
+  }
+  return context;
+}
+
+/** Tool calls in `context` without a result after them (for `tidemark check` and tests). */
+export function findOrphanToolCalls(context: readonly ModelMessage[]): string[] {
+  const results = new Set(context.flatMap((message) => (message.role === "tool" ? [message.toolCallId] : [])));
+  return context.flatMap((message) =>
+    message.role === "assistant" ? (message.toolCalls ?? []).filter((call) => !results.has(call.toolCallId)).map((call) => call.toolCallId) : [],
+  );
+}
