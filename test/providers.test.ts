@@ -29,6 +29,16 @@ async function nextStreamRequest(provider: TestProvider, seen: number): Promise<
   }
 }
 
+/** The thread once its title is saved (the title is written in the background, in its own transaction). */
+async function waitForTitle(h: Harness, threadId: string): Promise<any> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const thread = (await h.api(`/v1/threads/${threadId}`)).body;
+    if (thread.title !== null || Date.now() > deadline) return thread;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /** How many streaming requests the provider has seen. */
 const streamRequestCount = (provider: TestProvider): number =>
   provider.requests.filter((request) => (request.body as { stream?: boolean }).stream).length;
@@ -91,7 +101,7 @@ describe.each([
     const thread = await h.api(`/v1/threads/${threadId}`);
     expect(thread.body.stats).toMatchObject({ output_tokens: 12, tokens_estimated: false, llm_call_count: 1 });
     expect(thread.body.stats.input_tokens).toBeGreaterThan(0);
-    expect(thread.body.title).toEqual(expect.stringMatching(/^w0/));
+    expect((await waitForTitle(h, threadId)).title).toEqual(expect.stringMatching(/^w0/));
     provider.setScenario({ chunks: 400, intervalMs: 5 });
   });
 });
@@ -148,6 +158,9 @@ describe("provider behaviour", () => {
     expect(everything).not.toContain(API_KEY);
     expect(result.events.at(-1)).toMatchObject({ type: "run.failed", reason: "provider_error", message: "The model provider answered HTTP 401." });
     expect(result.history.messages).toHaveLength(1);
+    // The title request failed too: the thread is still named, from the first words.
+    const thread = await waitForTitle(h, result.threadId);
+    expect(thread.title).toBe("hello");
   });
 
   it("a failure mid-stream publishes nothing and counts the discarded generation", async () => {

@@ -391,7 +391,12 @@ export class Runtime {
   #saveTitle(thread: ThreadRecord, firstMessage: string): void {
     // Its own transaction, whatever the run's fate or the client's.
     runInBackground(this.#logger, "title", async () => {
-      const title = (await this.model.title?.(firstMessage, { signal: AbortSignal.timeout(10_000) })) ?? titleFromText(firstMessage);
+      // The model's title when it gives one in time; else the heuristic, so a thread is always named.
+      const fromModel = await this.model.title?.(firstMessage, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
+        this.#logger.warn({ error: String(error) }, "the model gave no title; using the first words");
+        return undefined;
+      });
+      const title = fromModel?.trim() || titleFromText(firstMessage);
       await this.store.saveTitle(thread.tenantId, thread.threadId, title.slice(0, 200), this.#clock.now());
     });
   }
