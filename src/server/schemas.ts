@@ -156,3 +156,6 @@ export function errorResponses(...statuses: number[]) {
     statuses.map((status) => [status, { description: "Error", content: { "application/json": { schema: ErrorSchema } } }]),
   );
 }
+
+/** A JSON content entry for a route definition. */
+export const json = <T>(schema: T) => ({ "application/json": { schema } });

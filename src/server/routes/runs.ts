@@ -11,14 +11,13 @@ import {
   CancelRunResponse,
   CreateRunBody,
   errorResponses,
+  json,
   EventsQuery,
   RunIdParam,
   RunSchema,
   ThreadIdParam,
 } from "../schemas.js";
 import { eventsUrl, historyUrl, runView } from "../wire.js";
-
-const json = <T>(schema: T) => ({ "application/json": { schema } });
 
 const createRun = createRoute({
   method: "post",

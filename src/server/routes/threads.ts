@@ -6,14 +6,13 @@ import {
   CheckpointSchema,
   CreateThreadBody,
   errorResponses,
+  json,
   MessageSchema,
   ThreadIdParam,
   ThreadSchema,
 } from "../schemas.js";
 import { z } from "@hono/zod-openapi";
 import { checkpointView, messageView, threadView } from "../wire.js";
-
-const json = <T>(schema: T) => ({ "application/json": { schema } });
 
 const createThread = createRoute({
   method: "post",
