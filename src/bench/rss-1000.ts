@@ -10,10 +10,7 @@ import { consumeSse, type SseConsumption } from "./consume-sse.js";
 import { median, round } from "./statistics.js";
 
 const RUNS = 1_000;
-/**
- * Each run streams at this pace for longer than the benchmark lasts (1,000 words = 100 s). The demo
- * model holds its whole answer as an array of words (8 B a word per run), so WORDS is kept small.
- */
+/** Each run streams at this pace for longer than the benchmark lasts (1,000 words = 100 s). */
 const WORDS_PER_SECOND = 10;
 const WORDS = 1_000;
 const SAMPLES = 5;
