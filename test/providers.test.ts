@@ -16,10 +16,15 @@ function leanModel(provider: TestProvider, extra: Partial<Parameters<typeof crea
   return withRetries(createOpenAICompatibleModel({ model: "test-model", baseURL: provider.url, apiKey: API_KEY, ...extra }), { baseDelayMs: 5 });
 }
 
-function aiSdkModel(provider: TestProvider): ChatModel {
+function aiSdkModel(provider: TestProvider, extra: { cancel?: { url: string } } = {}): ChatModel {
   const openaiCompatible = createOpenAICompatible({ name: "test-provider", baseURL: provider.url, apiKey: API_KEY, includeUsage: true });
-  return withRetries(fromAISDKModel(openaiCompatible.chatModel("test-model")), { baseDelayMs: 5 });
+  return withRetries(fromAISDKModel(openaiCompatible.chatModel("test-model"), extra), { baseDelayMs: 5 });
 }
+
+const MODEL_PATHS = [
+  ["the lean OpenAI-compatible reader", leanModel],
+  ["the AI SDK's own openai-compatible provider", aiSdkModel],
+] as const;
 
 /** The next streaming request after the first `seen` requests (title requests do not stream). */
 async function nextStreamRequest(provider: TestProvider, seen: number): Promise<RecordedRequest> {
@@ -56,10 +61,7 @@ async function stopAfterChunks(h: Harness, provider: TestProvider, chunks: numbe
   return { threadId, run, request, cancel, cancelSentAt };
 }
 
-describe.each([
-  ["the lean OpenAI-compatible reader", leanModel],
-  ["the AI SDK's own openai-compatible provider", aiSdkModel],
-])("Stop through %s", (_name, makeModel) => {
+describe.each(MODEL_PATHS)("Stop through %s", (_name, makeModel) => {
   let provider: TestProvider;
   let h: Harness;
   beforeAll(async () => {
@@ -106,12 +108,12 @@ describe.each([
   });
 });
 
-describe("provider behaviour", () => {
+describe.each(MODEL_PATHS)("provider behaviour through %s", (_name, makeModel) => {
   let provider: TestProvider;
   let h: Harness;
   beforeAll(async () => {
     provider = await startTestProvider({ scenario: { chunks: 10, intervalMs: 0 } });
-    h = await startHarness({ model: leanModel(provider) });
+    h = await startHarness({ model: makeModel(provider) });
   });
   afterAll(async () => {
     await h.expectNoViolations();
@@ -250,12 +252,12 @@ describe("provider behaviour", () => {
   });
 });
 
-describe("explicit provider cancel for gateways that keep generating", () => {
+describe.each(MODEL_PATHS)("explicit provider cancel for gateways that keep generating, through %s", (_name, makeModel) => {
   let provider: TestProvider;
   let h: Harness;
   beforeAll(async () => {
     provider = await startTestProvider({ scenario: { chunks: 2_000, intervalMs: 5, ignoreDisconnect: true } });
-    h = await startHarness({ model: leanModel(provider, { cancel: { url: `${provider.url}/cancel` } }) });
+    h = await startHarness({ model: makeModel(provider, { cancel: { url: `${provider.url}/cancel` } }) });
   });
   afterAll(async () => {
     await h.expectNoViolations();
