@@ -108,6 +108,24 @@ describe.each(MODEL_PATHS)("Stop through %s", (_name, makeModel) => {
   });
 });
 
+describe.each(MODEL_PATHS)("a model read directly through %s", (_name, makeModel) => {
+  it("closes the upstream request when the consumer stops reading, even without an abort", async () => {
+    const provider = await startTestProvider({ scenario: { chunks: 1_000, intervalMs: 5 } });
+    try {
+      const model = makeModel(provider);
+      let parts = 0;
+      for await (const part of model.stream({ messages: [{ role: "user", content: "go" }] }, { signal: new AbortController().signal })) {
+        if (part.type === "text-delta" && ++parts === 5) break;
+      }
+      const request = provider.requests[0]!;
+      await request.closed;
+      expect(request.chunkTimes.length).toBeLessThan(1_000);
+    } finally {
+      await provider.close();
+    }
+  });
+});
+
 describe.each(MODEL_PATHS)("provider behaviour through %s", (_name, makeModel) => {
   let provider: TestProvider;
   let h: Harness;

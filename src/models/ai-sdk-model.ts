@@ -52,6 +52,7 @@ export function fromAISDKModel(model: LanguageModelV3, options: AISDKModelOption
           throw classify(error, signal);
         }
         const reader = result.stream.getReader();
+        let hasEnded = false;
         try {
           for (;;) {
             let next: ReadableStreamReadResult<LanguageModelV3StreamPart>;
@@ -60,11 +61,16 @@ export function fromAISDKModel(model: LanguageModelV3, options: AISDKModelOption
             } catch (error) {
               throw classify(error, signal);
             }
-            if (next.done) return;
+            if (next.done) {
+              hasEnded = true;
+              return;
+            }
             const part = mapPart(next.value, signal);
             if (part) yield part;
           }
         } finally {
+          // A consumer that stops reading (break, return, an error) closes the upstream request too.
+          if (!hasEnded) await reader.cancel().catch(() => undefined);
           reader.releaseLock();
         }
       } finally {

@@ -132,6 +132,7 @@ export async function* readChatCompletionStream(body: ReadableStream<Uint8Array>
   let usage: ModelUsage | undefined;
   const decoder = new TextDecoder();
   const reader = body.getReader();
+  let hasEnded = false;
   try {
     while (!isDone) {
       let result: ReadableStreamReadResult<Uint8Array>;
@@ -141,7 +142,10 @@ export async function* readChatCompletionStream(body: ReadableStream<Uint8Array>
         if (signal.aborted) throw signal.reason;
         throw new ModelError("rejected", "The model provider's stream broke off.", { cause: error });
       }
-      if (result.done) break;
+      if (result.done) {
+        hasEnded = true;
+        break;
+      }
       parser.feed(decoder.decode(result.value, { stream: true }));
       for (const chunk of pending.splice(0)) {
         if (chunk.error) {
@@ -165,6 +169,8 @@ export async function* readChatCompletionStream(body: ReadableStream<Uint8Array>
       }
     }
   } finally {
+    // A consumer that stops reading (break, return, an error) closes the upstream request too.
+    if (!hasEnded && !isDone) await reader.cancel().catch(() => undefined);
     reader.releaseLock();
   }
   if (!isDone && finishReason === "other" && toolCalls.size === 0 && usage === undefined) {

@@ -9,7 +9,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createId, type RunRecord, type RunStatus, type ThreadRecord } from "../../core/index.js";
 import type { CreateRunInput, PublishMessageInput, Store } from "../store.js";
-import { migrate } from "./migrations.js";
+import { MIGRATIONS, migrate } from "./migrations.js";
 import { createSqliteStore } from "./sqlite-store.js";
 
 const TENANT = "tenant_a";
@@ -706,7 +706,7 @@ describe("migrations", () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it("reopening a file keeps its data and applies version 1 once", async () => {
+  it("reopening a file keeps its data and applies each migration once", async () => {
     const file = path.join(dir, "tidemark.db");
     const first = createSqliteStore({ path: file });
     const thread = await first.createThread({ tenantId: TENANT, threadId: "thr_keep", checkpointId: createId("cp"), metadata: {}, now: T0 });
@@ -718,8 +718,10 @@ describe("migrations", () => {
 
     const db = new Database(file);
     try {
-      expect(migrate(db)).toBe(1);
-      expect(db.prepare("SELECT version, name FROM schema_migrations").all()).toEqual([{ version: 1, name: "core" }]);
+      expect(migrate(db)).toBe(MIGRATIONS.length);
+      expect(db.prepare("SELECT version, name FROM schema_migrations ORDER BY version").all()).toEqual(
+        MIGRATIONS.map(({ version, name }) => ({ version, name })),
+      );
     } finally {
       db.close();
     }

@@ -28,12 +28,20 @@ import type {
   TransitionRunInput,
 } from "../store.js";
 import { migrate } from "./migrations.js";
+import { startWalCheckpointer, type WalCheckpointer } from "./wal-checkpointer.js";
 import { toCheckpoint, toMessage, toRun, toThread, toTrace, toTransition, type Row } from "./rows.js";
 
 /** Options for {@link createSqliteStore}. */
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:`. */
   path: string;
+  /**
+   * How often a worker thread checkpoints the WAL (default 1000 ms), so no commit on the main
+   * thread pays for it; 0 leaves SQLite's automatic checkpoints on. Files only.
+   */
+  checkpointIntervalMs?: number;
+  /** Where checkpoint failures are reported (default: ignored; the next one retries). */
+  onBackgroundError?: (message: string) => void;
 }
 
 /**
@@ -47,15 +55,21 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
   db.pragma("synchronous = NORMAL");
   db.pragma("busy_timeout = 5000");
   migrate(db);
-  return new SqliteStore(db);
+  const intervalMs = options.checkpointIntervalMs ?? 1_000;
+  const isFile = options.path !== ":memory:" && !options.path.startsWith("file::memory:") && options.path !== "";
+  if (!isFile || intervalMs <= 0) return new SqliteStore(db, undefined);
+  db.pragma("wal_autocheckpoint = 0");
+  return new SqliteStore(db, startWalCheckpointer(options.path, intervalMs, options.onBackgroundError ?? (() => {})));
 }
 
 class SqliteStore implements Store {
   readonly #db: Database.Database;
   readonly #statements = new Map<string, Database.Statement>();
+  readonly #checkpointer: WalCheckpointer | undefined;
 
-  constructor(db: Database.Database) {
+  constructor(db: Database.Database, checkpointer: WalCheckpointer | undefined) {
     this.#db = db;
+    this.#checkpointer = checkpointer;
   }
 
   /** A prepared statement, cached by its text. */
@@ -618,6 +632,7 @@ class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.#checkpointer?.close();
     if (this.#db.open) this.#db.close();
   }
 }

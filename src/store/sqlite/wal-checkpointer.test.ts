@@ -1,0 +1,48 @@
+import Database from "better-sqlite3";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createId } from "../../core/index.js";
+import type { Store } from "../store.js";
+import { createSqliteStore } from "./sqlite-store.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+async function writeThreads(store: Store, count: number): Promise<void> {
+  for (let index = 0; index < count; index++) {
+    await store.createThread({ tenantId: "t", threadId: createId("thr"), checkpointId: createId("cp"), metadata: { pad: "x".repeat(2_000) }, now: index });
+    // Let the worker's timer run between batches, as it would between requests.
+    if (index % 50 === 49) await new Promise(setImmediate);
+  }
+}
+
+const walBytes = (path: string): number => statSync(`${path}-wal`).size;
+
+describe("the WAL checkpointer", () => {
+  it("keeps the WAL bounded from a worker thread while the main connection never checkpoints", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
+    dirs.push(dir);
+    const path = join(dir, "store.db");
+    const errors: string[] = [];
+    const store = createSqliteStore({ path, checkpointIntervalMs: 5, onBackgroundError: (message) => errors.push(message) });
+    // The WAL file keeps its high-water size and is reused once checkpointed: after the first
+    // burst it must stop growing. Without any checkpoint it would grow by a burst every round.
+    await writeThreads(store, 300);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const afterFirstBurst = walBytes(path);
+    for (let round = 1; round < 6; round++) {
+      await writeThreads(store, 300);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    expect(walBytes(path)).toBeLessThan(afterFirstBurst * 1.5);
+    const reader = new Database(path, { readonly: true });
+    expect((reader.prepare("SELECT COUNT(*) AS n FROM threads").get() as { n: number }).n).toBe(1_800);
+    reader.close();
+    await store.close();
+    expect(errors).toEqual([]);
+  });
+});

@@ -1,0 +1,52 @@
+import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
+
+// Runs in a worker thread with its own connection. A PASSIVE checkpoint never waits for readers
+// or writers, so the main thread's commits go on while it copies the WAL back and fsyncs.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require("node:worker_threads");
+const Database = require(workerData.driver);
+const db = new Database(workerData.path, { fileMustExist: true });
+db.pragma("busy_timeout = 5000");
+const timer = setInterval(() => {
+  try {
+    db.pragma("wal_checkpoint(PASSIVE)");
+  } catch (error) {
+    parentPort.postMessage({ error: String(error) });
+  }
+}, workerData.intervalMs);
+parentPort.on("message", (message) => {
+  if (message !== "close") return;
+  clearInterval(timer);
+  db.close();
+  parentPort.close();
+});
+`;
+
+/** A background WAL checkpointer; `close()` stops it and closes its connection. */
+export interface WalCheckpointer {
+  close(): Promise<void>;
+}
+
+/**
+ * Moves SQLite's WAL checkpoints off the main thread. With automatic checkpoints, the commit that
+ * crosses the threshold copies the WAL back and fsyncs inside the event loop (milliseconds), and
+ * that commit may be a Stop's. With `wal_autocheckpoint = 0` on the main connection and this
+ * worker checkpointing every `intervalMs`, no commit on the main thread ever fsyncs.
+ */
+export function startWalCheckpointer(path: string, intervalMs: number, onError: (message: string) => void): WalCheckpointer {
+  const driver = createRequire(import.meta.url).resolve("better-sqlite3");
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, driver, intervalMs } });
+  worker.unref();
+  worker.on("message", (message: { error?: string }) => {
+    if (message.error) onError(message.error);
+  });
+  worker.on("error", (error) => onError(String(error)));
+  const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+  return {
+    async close() {
+      worker.postMessage("close");
+      await exited;
+    },
+  };
+}
