@@ -119,9 +119,11 @@ async function measureInProcess(log: (message: string) => void) {
       if (watch.terminalType() !== "run.cancelled") throw new Error(`run ended with ${watch.terminalType()}`);
       if (acceptedAt === undefined || generation.abortedAt === undefined) throw new Error("a timestamp is missing");
       if (index < WARMUP_RUNS) continue;
+      // The runtime aborts the work first and commits the cancel in the same breath, so both
+      // figures are timed from the request, which is stricter than from the commit.
       toAccepted.push(acceptedAt - calledAt);
-      toSignal.push(generation.abortedAt - acceptedAt);
-      toCancelled.push(terminalAt - acceptedAt);
+      toSignal.push(generation.abortedAt - calledAt);
+      toCancelled.push(terminalAt - calledAt);
     }
     log(`cancel-latency: ${MEASURED_RUNS} in-process runs measured`);
   } finally {
@@ -178,17 +180,17 @@ async function measureHttp(log: (message: string) => void) {
 /** Stop → the generation's signal aborted, and → `run.cancelled` appended; plus the HTTP round trip. */
 export const cancelLatency: Benchmark = {
   name: "cancel-latency",
-  summary: "cancel accepted (store committed) → generation AbortSignal aborted / run.cancelled appended, in process; POST /cancel round trip",
+  summary: "cancel requested (runtime.cancelRun called) → generation AbortSignal aborted / run.cancelled appended, in process; POST /cancel round trip",
   async run({ log }): Promise<BenchmarkResult> {
     const inProcess = await measureInProcess(log);
     const http = await measureHttp(log);
     const getBaseline = { label: "GET /v1/runs/{id} p50", value: round(median(http.getRun)) };
     return {
       figures: [
-        { label: "accepted → signal aborted p50", value: round(percentile(inProcess.toSignal, 50)), unit: "ms" },
-        { label: "accepted → signal aborted p99", value: round(percentile(inProcess.toSignal, 99)), unit: "ms", target: "≤ 5 ms", isMet: percentile(inProcess.toSignal, 99) <= 5 },
-        { label: "accepted → run.cancelled p50", value: round(percentile(inProcess.toCancelled, 50)), unit: "ms" },
-        { label: "accepted → run.cancelled p99", value: round(percentile(inProcess.toCancelled, 99)), unit: "ms", target: "≤ 20 ms", isMet: percentile(inProcess.toCancelled, 99) <= 20 },
+        { label: "cancel requested → signal aborted p50", value: round(percentile(inProcess.toSignal, 50)), unit: "ms" },
+        { label: "cancel requested → signal aborted p99", value: round(percentile(inProcess.toSignal, 99)), unit: "ms", target: "≤ 5 ms", isMet: percentile(inProcess.toSignal, 99) <= 5 },
+        { label: "cancel requested → run.cancelled p50", value: round(percentile(inProcess.toCancelled, 50)), unit: "ms" },
+        { label: "cancel requested → run.cancelled p99", value: round(percentile(inProcess.toCancelled, 99)), unit: "ms", target: "≤ 20 ms", isMet: percentile(inProcess.toCancelled, 99) <= 20 },
         { label: "cancelRun() → accepted (store tx) p50", value: round(percentile(inProcess.toAccepted, 50)), unit: "ms" },
         compared({ label: "POST /cancel round trip p50", value: round(median(http.cancel)), unit: "ms" }, getBaseline),
         compared({ label: "POST /cancel?wait= round trip p50", value: round(median(http.cancelWait)), unit: "ms" }, getBaseline),
@@ -197,8 +199,8 @@ export const cancelLatency: Benchmark = {
       details: {
         runs: { warmup: WARMUP_RUNS, measured: MEASURED_RUNS, http: 2 * HTTP_RUNS, deltasBeforeCancel: DELTAS_BEFORE_CANCEL },
         model: "createDemoModel({ wordsPerSecond: 200 }) behind an abort probe",
-        acceptedToSignalMs: summarize(inProcess.toSignal),
-        acceptedToCancelledMs: summarize(inProcess.toCancelled),
+        requestedToSignalMs: summarize(inProcess.toSignal),
+        requestedToCancelledMs: summarize(inProcess.toCancelled),
         cancelCallToAcceptedMs: summarize(inProcess.toAccepted),
         httpGetRunMs: summarize(http.getRun),
         httpCancelMs: summarize(http.cancel),

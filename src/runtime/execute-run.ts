@@ -22,6 +22,9 @@ export async function executeRun(execution: RunExecution): Promise<ExecutionOutc
   } catch (error) {
     planError = error;
   }
+  // A cancel stops the work before the store records it: settle only once it is decided.
+  const isCancelRecorded = execution.stopCause?.kind === "cancel" ? await execution.stopCause.recorded : undefined;
+  if (isCancelRecorded === false) execution.trace("cancel_not_recorded", { reason: execution.stopCause?.kind });
   const current = await store.getRun(run.tenantId, run.runId);
   if (!current) return "failed";
   return settle(execution, current, planError);

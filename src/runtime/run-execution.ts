@@ -13,8 +13,12 @@ export interface DiscardedGeneration {
   isEstimated: boolean;
 }
 
-/** Why a run's scope was cancelled. */
-export type StopCause = { kind: "cancel"; reason: string } | { kind: "shutdown" };
+/**
+ * Why a run's scope was cancelled. A cancel aborts the work first and is recorded by the store
+ * in the same breath; `recorded` says whether the store accepted it, and the executor settles
+ * only once it knows.
+ */
+export type StopCause = { kind: "cancel"; reason: string; recorded: Promise<boolean> } | { kind: "shutdown" };
 
 /** One run being executed in this process: what its steps and its cancel path share. */
 export interface RunExecution {

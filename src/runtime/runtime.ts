@@ -30,8 +30,6 @@ import { traceFor, type RunExecution } from "./run-execution.js";
 export interface RuntimeObserver {
   /** A cancel was accepted by the store. */
   onCancelAccepted?(run: RunRecord): void;
-  /** The run's scope was aborted, `elapsedMs` after the cancel was accepted. */
-  onCancelSignalled?(run: RunRecord, elapsedMs: number): void;
   /** `run.cancelled` was emitted, `elapsedMs` after the cancel was accepted. */
   onCancelCompleted?(run: RunRecord, elapsedMs: number): void;
   onRunEnded?(run: RunRecord, outcome: ExecutionOutcome): void;
@@ -211,14 +209,34 @@ export class Runtime {
   async cancelRun(tenantId: string, runId: string, reason: string): Promise<CancelRunResult> {
     const key = runKey(tenantId, runId);
     const execution = this.#active.get(key);
-    const result = await this.store.requestCancel({
-      tenantId,
-      runId,
-      reason,
-      checkpointId: createId("cp"),
-      pendingStep: execution?.activeStep ?? null,
-      now: this.#clock.now(),
-    });
+    const pendingStep = execution?.activeStep ?? null;
+    // Stop the work at once, then record the cancel. Nothing a client can see (the reply, the
+    // events, the status) comes before the store accepted it, and the executor settles only
+    // once it knows whether the store did (decision 005).
+    let markRecorded: (isRecorded: boolean) => void = () => {};
+    if (execution && execution.stopCause === null) {
+      const recorded = new Promise<boolean>((resolve) => (markRecorded = resolve));
+      execution.stopCause = { kind: "cancel", reason, recorded };
+      execution.scope.cancel(new CancelRequestedError(reason));
+      // One turn of the event loop lets the HTTP client close the provider's socket before the
+      // commit; nothing can publish meanwhile (the work is aborted and waits for `recorded`).
+      await new Promise(setImmediate);
+    }
+    let result: Awaited<ReturnType<Store["requestCancel"]>>;
+    try {
+      result = await this.store.requestCancel({
+        tenantId,
+        runId,
+        reason,
+        checkpointId: createId("cp"),
+        pendingStep,
+        now: this.#clock.now(),
+      });
+    } catch (error) {
+      markRecorded(false);
+      throw error;
+    }
+    markRecorded(result.kind === "accepted" || result.kind === "already_requested");
     if (result.kind === "not_found") {
       if (!isId(runId, "run")) throw new TidemarkError("run_not_found", "No such run.");
       this.#pendingCancels.remember(tenantId, runId, reason, this.#clock.now());
@@ -237,11 +255,6 @@ export class Runtime {
       resume_checkpoint_id: checkpoint.checkpointId,
     });
     emit({ type: "checkpoint.saved", run_id: runId, checkpoint_id: checkpoint.checkpointId, state_version: checkpoint.stateVersion, kind: checkpoint.kind });
-    if (execution) {
-      execution.stopCause = { kind: "cancel", reason };
-      execution.scope.cancel(new CancelRequestedError(reason));
-      this.#observer.onCancelSignalled?.(run, this.#clock.now() - acceptedAt);
-    }
     if (isTerminalStatus(run.status)) {
       // It never started: nothing to wait for.
       emitTerminal({ emit }, run, 0);

@@ -2,6 +2,8 @@ import Database from "better-sqlite3";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { createId } from "../../core/index.js";
 import type { Store } from "../store.js";
@@ -44,5 +46,19 @@ describe("the WAL checkpointer", () => {
     reader.close();
     await store.close();
     expect(errors).toEqual([]);
+  });
+
+  it("lets a process whose last work is closing the store wait for the worker, then exit 0", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
+    dirs.push(dir);
+    // The built module, as a user runs it (npm test builds before the tests run).
+    const module = fileURLToPath(new URL("../../../dist/store/sqlite/index.js", import.meta.url));
+    const script = `import { createSqliteStore } from ${JSON.stringify(module)};
+const store = createSqliteStore({ path: ${JSON.stringify(join(dir, "close.db"))} });
+await store.close();
+console.log("closed");`;
+    const result = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+    expect(result.stdout.trim()).toBe("closed");
+    expect(result.status).toBe(0);
   });
 });

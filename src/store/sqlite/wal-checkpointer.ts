@@ -45,6 +45,9 @@ export function startWalCheckpointer(path: string, intervalMs: number, onError: 
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
   return {
     async close() {
+      // Unref'd while it runs, so it never keeps a process alive; ref'd while closing, so a
+      // process whose last work is this close waits for it instead of exiting mid-await.
+      worker.ref();
       worker.postMessage("close");
       await exited;
     },
