@@ -23,8 +23,7 @@ export async function executeRun(execution: RunExecution): Promise<ExecutionOutc
     planError = error;
   }
   // A cancel stops the work before the store records it: settle only once it is decided.
-  const isCancelRecorded = execution.stopCause?.kind === "cancel" ? await execution.stopCause.recorded : undefined;
-  if (isCancelRecorded === false) execution.trace("cancel_not_recorded", { reason: execution.stopCause?.kind });
+  if (execution.stopCause?.kind === "cancel") await execution.stopCause.recorded;
   const current = await store.getRun(run.tenantId, run.runId);
   if (!current) return "failed";
   return settle(execution, current, planError);
@@ -97,6 +96,8 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
   }
 
   if (current.status === "running") {
+    // The work was stopped for a cancel the store could not record: a failure, never "cancelled".
+    if (execution.stopCause?.kind === "cancel") execution.trace("cancel_not_recorded", { reason: execution.stopCause.reason });
     const isProviderError = planError instanceof ModelFailedError;
     const modelError = isProviderError && ModelError.isInstance(planError.cause) ? planError.cause : undefined;
     const finished = await store.finishRun({
