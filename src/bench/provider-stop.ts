@@ -6,9 +6,9 @@ import { streamText } from "ai";
 import { createOpenAICompatibleModel, fromAISDKModel, withRetries } from "../models/index.js";
 import { createRuntime, silentLogger, type ChatModel, type Runtime } from "../runtime/index.js";
 import { createSqliteStore } from "../store/sqlite/index.js";
-import { startTestProvider, type RecordedRequest, type TestProvider } from "../testing/index.js";
 import { createTempDir, withTimeout } from "./bench-support.js";
 import { compared, type Benchmark, type BenchmarkResult, type Figure } from "./benchmark.js";
+import { absoluteNow, startRemoteProvider, type RemoteClose, type RemoteProvider } from "./remote-provider.js";
 import { percentile, round, summarize } from "./statistics.js";
 
 const TENANT = "bench";
@@ -28,32 +28,46 @@ const MEASURED_RUNS_PER_ROW = 102;
 const LANES = 3;
 /** How long the provider may take to see the socket close before the run counts as "not closed". */
 const CLOSE_TIMEOUT_MS = 2_000;
+/** IPC ping-pongs to estimate the child's clock offset (a check on the cross-process timestamps). */
+const CLOCK_PINGS = 50;
 const PROMPT = "Please write a long answer so that I can press Stop.";
 
 type RowName = "tidemark-lean" | "tidemark-ai-sdk" | "ai-sdk-streamText";
 
-/** One stopped generation, as the provider saw it. */
+/**
+ * One stopped generation, as the provider (a child process) saw it. Every time is absolute
+ * (`performance.timeOrigin + performance.now()`) in its own process, so differences cross processes.
+ */
 interface StopSample {
   /** Stop pressed (cancelRun called / controller.abort()) → the provider's response closed; Infinity if it never closed. */
   stopToCloseMs: number;
   /** Chunks the provider wrote after the cancel was accepted (Tidemark) or after abort() (peer). */
   chunksAfter: number;
-  /** Chunks the provider wrote after the client destroyed its socket (in process: before it could see the close). */
+  /** Chunks the provider wrote after the client destroyed its socket (before it could see the close). */
   chunksAfterDestroy: number;
   /** Chunks the provider had written when Stop was pressed (≥ 50: the lanes may queue a Stop briefly). */
   chunksAtStop: number;
+  /** The provider wrote chunk 50 → Stop pressed (IPC report plus any queueing behind another lane's start or Stop). */
+  chunk50ToStopMs: number;
   /** Stop pressed → the first client socket to the provider destroyed after it (the client's side of the close). */
   stopToDestroyMs: number;
+  /** Client socket destroyed → the provider's response closed (loopback + the provider's own event loop). */
+  destroyToCloseMs: number;
   /** Tidemark only: cancelRun() called → onCancelAccepted (the store transaction). */
   callToAcceptedMs?: number;
   /** Tidemark only: onCancelAccepted → the provider's response closed. */
   acceptedToCloseMs?: number;
 }
 
+interface Started {
+  requestId: number;
+  stop(chunk50At: number): Promise<StopSample>;
+}
+
 interface Row {
   name: RowName;
   /** Starts one generation and resolves once the provider has streamed its first chunk. */
-  start(marker: string): Promise<{ request: RecordedRequest; stop(): Promise<StopSample> }>;
+  start(marker: string): Promise<Started>;
   close(): Promise<void>;
 }
 
@@ -67,21 +81,17 @@ function createExclusive(): <T>(section: () => Promise<T>) => Promise<T> {
   };
 }
 
-/** The first streaming (`stream: true`) request whose messages carry `marker`; title requests are skipped. */
-async function streamingRequestFor(provider: TestProvider, from: number, marker: string): Promise<RecordedRequest> {
-  const signal = AbortSignal.timeout(10_000);
-  for (let n = from + 1; ; n++) {
-    const request = await provider.waitForRequest(n, { signal });
-    const body = request.body as { stream?: unknown; messages?: unknown } | undefined;
-    if (body?.stream === true && JSON.stringify(body.messages).includes(marker)) return request;
-  }
+/** The first streaming request carrying `marker`, once the provider has written its first chunk. */
+async function firstChunkOf(provider: RemoteProvider, marker: string): Promise<number> {
+  const request = await provider.streamingRequestFor(marker, 10_000);
+  await provider.chunkReached(request.id, 1, 5_000);
+  return request.id;
 }
 
 /**
  * Records when client sockets to `port` are destroyed (undici's `undici:client:connected`
- * channel hands over each new socket; its `destroy` is wrapped on the instance). The provider
- * shares this event loop, so it sees a close only at its next I/O poll; this is the moment the
- * client actually closed the connection.
+ * channel hands over each new socket; its `destroy` is wrapped on the instance): the moment this
+ * process actually closed the connection, in absolute time.
  */
 function watchSocketDestroys(port: string): { firstAfter(time: number): number; close(): void } {
   const destroyedAt: number[] = [];
@@ -90,7 +100,7 @@ function watchSocketDestroys(port: string): { firstAfter(time: number): number; 
     if (String(connectParams.port) !== port) return;
     const destroy = socket.destroy.bind(socket);
     socket.destroy = (error?: Error) => {
-      if (!socket.destroyed) destroyedAt.push(performance.now());
+      if (!socket.destroyed) destroyedAt.push(absoluteNow());
       return destroy(error);
     };
   };
@@ -101,17 +111,39 @@ function watchSocketDestroys(port: string): { firstAfter(time: number): number; 
   };
 }
 
-/** Waits for the response to close; the close time minus `stopAt`, or Infinity when it stayed open. */
-async function closedAfter(request: RecordedRequest, stopAt: number): Promise<number> {
-  const isClosed = await withTimeout(request.closed, CLOSE_TIMEOUT_MS, "socket close").then(
+type SocketWatch = ReturnType<typeof watchSocketDestroys>;
+
+/**
+ * Waits for the child to report request `id` closed: Stop → close (Infinity when not within
+ * CLOSE_TIMEOUT_MS) and its chunk times (waiting longer for those, so a late close still counts its chunks).
+ */
+async function closeOf(provider: RemoteProvider, id: number, stopAt: number): Promise<{ stopToCloseMs: number; close: RemoteClose }> {
+  const closed = provider.closed(id);
+  const isClosed = await withTimeout(closed, CLOSE_TIMEOUT_MS, "socket close").then(
     () => true,
     () => false,
   );
-  return isClosed && request.socketClosedAt !== undefined ? request.socketClosedAt - stopAt : Number.POSITIVE_INFINITY;
+  const close = await withTimeout(closed, 10_000, `request ${id} to close`);
+  return { stopToCloseMs: isClosed ? close.socketClosedAt - stopAt : Number.POSITIVE_INFINITY, close };
+}
+
+const after = (times: readonly number[], time: number) => times.filter((at) => at > time).length;
+
+/** The sample fields every row shares, from the child's record of the request. */
+function sampleOf(close: RemoteClose, stopToCloseMs: number, stopAt: number, chunk50At: number, sockets: SocketWatch) {
+  const stopToDestroyMs = sockets.firstAfter(stopAt);
+  return {
+    stopToCloseMs,
+    stopToDestroyMs,
+    destroyToCloseMs: stopToCloseMs - stopToDestroyMs,
+    chunksAfterDestroy: after(close.chunkTimes, stopAt + stopToDestroyMs),
+    chunksAtStop: close.chunkTimes.length - after(close.chunkTimes, stopAt),
+    chunk50ToStopMs: stopAt - chunk50At,
+  };
 }
 
 /** A Tidemark runtime (SQLite in a temp dir) over `model`; Stop is `runtime.cancelRun()`. */
-async function tidemarkRow(name: RowName, provider: TestProvider, model: ChatModel, dir: string, sockets: SocketWatch): Promise<Row> {
+async function tidemarkRow(name: RowName, provider: RemoteProvider, model: ChatModel, dir: string, sockets: SocketWatch): Promise<Row> {
   const store = createSqliteStore({ path: join(dir, `${name}.db`) });
   const acceptedAt = new Map<string, number>();
   const runtime: Runtime = createRuntime({
@@ -120,7 +152,7 @@ async function tidemarkRow(name: RowName, provider: TestProvider, model: ChatMod
     logger: silentLogger,
     observer: {
       onCancelAccepted: (run) => {
-        acceptedAt.set(run.runId, performance.now());
+        acceptedAt.set(run.runId, absoluteNow());
       },
     },
   });
@@ -128,31 +160,24 @@ async function tidemarkRow(name: RowName, provider: TestProvider, model: ChatMod
   return {
     name,
     async start(marker) {
-      const from = provider.requests.length;
       const thread = await runtime.createThread(TENANT);
       const { run } = await runtime.startRun({ tenantId: TENANT, threadId: thread.threadId, input: { role: "user", content: `${PROMPT} ${marker}` } });
-      const request = await streamingRequestFor(provider, from, marker);
-      await withTimeout(provider.waitForChunks(request, 1), 5_000, "the first chunk");
+      const requestId = await firstChunkOf(provider, marker);
       return {
-        request,
-        async stop() {
-          const calledAt = performance.now();
-          const chunksAtStop = request.chunkTimes.length;
+        requestId,
+        async stop(chunk50At) {
+          const calledAt = absoluteNow();
           const result = await runtime.cancelRun(TENANT, run.runId, "bench");
           if (result.kind !== "accepted") throw new Error(`cancel answered ${result.kind}`);
-          const stopToCloseMs = await closedAfter(request, calledAt);
+          const { stopToCloseMs, close } = await closeOf(provider, requestId, calledAt);
           const accepted = acceptedAt.get(run.runId);
           acceptedAt.delete(run.runId);
           if (accepted === undefined) throw new Error("onCancelAccepted did not fire");
           const final = await runtime.waitForTerminal(TENANT, run.runId, 5_000);
           if (final?.status !== "cancelled") throw new Error(`run ended ${final?.status}`);
-          const stopToDestroyMs = sockets.firstAfter(calledAt);
           return {
-            stopToCloseMs,
-            stopToDestroyMs,
-            chunksAfterDestroy: provider.chunksAfter(request, calledAt + stopToDestroyMs),
-            chunksAfter: provider.chunksAfter(request, accepted),
-            chunksAtStop,
+            ...sampleOf(close, stopToCloseMs, calledAt, chunk50At, sockets),
+            chunksAfter: after(close.chunkTimes, accepted),
             callToAcceptedMs: accepted - calledAt,
             acceptedToCloseMs: stopToCloseMs - (accepted - calledAt),
           };
@@ -166,15 +191,12 @@ async function tidemarkRow(name: RowName, provider: TestProvider, model: ChatMod
   };
 }
 
-type SocketWatch = ReturnType<typeof watchSocketDestroys>;
-
 /** The peer: the AI SDK's own `streamText`, stopped with its AbortController. */
-function streamTextRow(provider: TestProvider, sockets: SocketWatch): Row {
+function streamTextRow(provider: RemoteProvider, sockets: SocketWatch): Row {
   const model = createOpenAICompatible({ name: "bench", baseURL: provider.url }).chatModel("m");
   return {
     name: "ai-sdk-streamText",
     async start(marker) {
-      const from = provider.requests.length;
       const controller = new AbortController();
       const result = streamText({ model, prompt: `${PROMPT} ${marker}`, abortSignal: controller.signal, maxRetries: 0, onError: () => {} });
       const consumed = (async () => {
@@ -184,24 +206,15 @@ function streamTextRow(provider: TestProvider, sockets: SocketWatch): Row {
           // An abort may surface as an error; the provider's record is what is measured.
         }
       })();
-      const request = await streamingRequestFor(provider, from, marker);
-      await withTimeout(provider.waitForChunks(request, 1), 5_000, "the first chunk");
+      const requestId = await firstChunkOf(provider, marker);
       return {
-        request,
-        async stop() {
-          const abortedAt = performance.now();
-          const chunksAtStop = request.chunkTimes.length;
+        requestId,
+        async stop(chunk50At) {
+          const abortedAt = absoluteNow();
           controller.abort();
-          const stopToCloseMs = await closedAfter(request, abortedAt);
+          const { stopToCloseMs, close } = await closeOf(provider, requestId, abortedAt);
           await withTimeout(consumed, 5_000, "streamText to end");
-          const stopToDestroyMs = sockets.firstAfter(abortedAt);
-          return {
-            stopToCloseMs,
-            stopToDestroyMs,
-            chunksAfterDestroy: provider.chunksAfter(request, abortedAt + stopToDestroyMs),
-            chunksAfter: provider.chunksAfter(request, abortedAt),
-            chunksAtStop,
-          };
+          return { ...sampleOf(close, stopToCloseMs, abortedAt, chunk50At, sockets), chunksAfter: after(close.chunkTimes, abortedAt) };
         },
       };
     },
@@ -227,6 +240,8 @@ function summarizeRow(samples: readonly StopSample[]) {
       chunksAfter,
     },
     chunksAtStop: summarize(samples.map((sample) => sample.chunksAtStop)),
+    chunk50ToStopMs: summarize(samples.map((sample) => sample.chunk50ToStopMs)),
+    clientDestroyToProviderCloseMs: summarize(samples.map((sample) => sample.destroyToCloseMs)),
   };
 }
 
@@ -239,10 +254,11 @@ function histogram(values: readonly number[]): Record<string, number> {
 /** Stop pressed → the upstream provider sees its socket close, and chunks it wrote after the cancel. */
 export const providerStop: Benchmark = {
   name: "provider-stop",
-  summary: `Stop after chunk ${CHUNKS_BEFORE_STOP} of a 5 ms/chunk OpenAI-compatible stream: Stop → upstream socket closed, chunks after; Tidemark (lean reader, AI SDK adapter) vs the AI SDK's streamText`,
+  summary: `Stop after chunk ${CHUNKS_BEFORE_STOP} of a 5 ms/chunk OpenAI-compatible stream (provider in a child process): Stop → upstream socket closed, chunks after; Tidemark (lean reader, AI SDK adapter) vs the AI SDK's streamText`,
   async run({ log }): Promise<BenchmarkResult> {
     const temp = createTempDir("provider-stop");
-    const provider = await startTestProvider({ scenario: SCENARIO });
+    const provider = await startRemoteProvider(SCENARIO);
+    const clock = await provider.clockOffset(CLOCK_PINGS);
     const sockets = watchSocketDestroys(new URL(provider.url).port);
     const rows: Row[] = [];
     const samples = new Map<RowName, StopSample[]>();
@@ -259,8 +275,8 @@ export const providerStop: Benchmark = {
       let markers = 0;
       const once = async (row: Row): Promise<StopSample> => {
         const started = await exclusive(() => withTimeout(row.start(`[bench ${++markers}]`), 10_000, `${row.name} to start`));
-        await withTimeout(provider.waitForChunks(started.request, CHUNKS_BEFORE_STOP), 10_000, `chunk ${CHUNKS_BEFORE_STOP}`);
-        return exclusive(() => started.stop());
+        const chunk50At = await provider.chunkReached(started.requestId, CHUNKS_BEFORE_STOP, 10_000);
+        return exclusive(() => started.stop(chunk50At));
       };
       for (let index = 0; index < WARMUP_RUNS_PER_ROW; index++) for (const row of rows) await once(row);
       log(`provider-stop: warmed up (${WARMUP_RUNS_PER_ROW} runs per row)`);
@@ -326,10 +342,17 @@ export const providerStop: Benchmark = {
         chunksBeforeStop: CHUNKS_BEFORE_STOP,
         runs: { warmupPerRow: WARMUP_RUNS_PER_ROW, measuredPerRow: MEASURED_RUNS_PER_ROW, lanes: LANES },
         method:
-          "provider in process; Stop starts at runtime.cancelRun() (Tidemark) or controller.abort() (peer); close = RecordedRequest.socketClosedAt " +
-          "(the provider sees it at its next I/O poll of this shared event loop); client socket destroyed = first destroy() of a client socket to the provider after Stop; " +
-          "chunks after = provider.chunksAfter(request, onCancelAccepted time) for Tidemark, (request, abort time) for the peer; " +
+          "provider in a child process (node -e, IPC): it reports each streaming request's arrival, its 1st and 50th chunk, and on close every chunk time and " +
+          "the response's close time, all as performance.timeOrigin + performance.now(); Stop starts at runtime.cancelRun() (Tidemark) or controller.abort() (peer), " +
+          "taken the same way in this process, so close − Stop is measured across processes and excludes what this process does after the Stop; " +
+          "client socket destroyed = first destroy() of a client socket to the provider after Stop (this process); " +
+          "chunks after = the child's chunk times after the onCancelAccepted time (Tidemark) or the abort() time (peer); " +
           "3 lanes rotate over the rows, run starts and Stops are serialized across lanes",
+        clockCheck: {
+          note: "child clock − this clock by IPC ping-pong (fastest of the pings); not applied, the error bound is ± rtt/2",
+          offsetMs: round(clock.offsetMs, 3),
+          rttMs: round(clock.rttMs, 3),
+        },
         rows: {
           "tidemark-lean (withRetries(createOpenAICompatibleModel))": summarizeRow(lean),
           "tidemark-ai-sdk (withRetries(fromAISDKModel(openai-compatible)))": summarizeRow(adapter),
