@@ -15,3 +15,5 @@ export { selectModel, fromAISDKModel, createOpenAICompatibleModel, withRetries }
 export type { ProviderCancelOptions, OpenAICompatibleModelOptions, AISDKModelOptions } from "./models/index.js";
 export { createApp, startServer, createServerMetrics, parseApiKeys } from "./server/index.js";
 export { checkStore, formatCheckReport } from "./check/index.js";
+export { defineTool, createDemoTools, createDemoOutbox } from "./tools/index.js";
+export type { Tool, ReadTool, ConsequentialTool, ToolContext, ToolEffect } from "./tools/index.js";

@@ -1,5 +1,6 @@
 import type { RecoveryPolicy } from "./core/index.js";
 import type { Store } from "./store/index.js";
+import type { Tool } from "./tools/index.js";
 import { createSqliteStore } from "./store/sqlite/index.js";
 import { createDemoModel, createRuntime, silentLogger, type ChatModel, type Logger, type Runtime } from "./runtime/index.js";
 import { createServerMetrics, startServer, type RunningServer } from "./server/index.js";
@@ -24,6 +25,8 @@ export interface TidemarkOptions {
   stallTimeoutMs?: number;
   recoveryPolicy?: RecoveryPolicy;
   disconnectGraceMs?: number;
+  /** The tools the model may call. */
+  tools?: readonly Tool[];
 }
 
 /** A running Tidemark: store, runtime and HTTP server. */
@@ -63,6 +66,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     leaseMs: options.leaseMs,
     recoveryPolicy: options.recoveryPolicy,
     disconnectGraceMs: options.disconnectGraceMs,
+    tools: options.tools,
     observer: metrics.observer,
   });
   await runtime.start();

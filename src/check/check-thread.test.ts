@@ -3,6 +3,7 @@ import {
   emptyStats,
   type CheckpointRecord,
   type MessageRecord,
+  type OperationRecord,
   type RunRecord,
   type RunStatus,
   type RunTransitionRecord,
@@ -97,6 +98,26 @@ function run(runId: string, status: RunStatus, baseCheckpointId: string, inputMe
   };
 }
 
+function operation(opId: string, runId: string, idempotencyKey: string, commitAttempts: number): OperationRecord {
+  return {
+    tenantId,
+    opId,
+    threadId,
+    runId,
+    toolName: "send_quote",
+    toolCallId: `call_${opId}`,
+    idempotencyKey,
+    phase: commitAttempts === 0 ? "abandoned" : "committed",
+    input: "{}",
+    preview: null,
+    result: commitAttempts === 0 ? null : { sent: true },
+    error: null,
+    commitAttempts,
+    createdAt: 0,
+    updatedAt: 0,
+  };
+}
+
 function walk(runId: string, ...statuses: RunStatus[]): RunTransitionRecord[] {
   return statuses.map((to, index) => ({
     tenantId,
@@ -153,6 +174,8 @@ function cleanSnapshot(): ThreadSnapshot {
       ...walk("run_1", "queued", "running", "completed"),
       ...walk("run_2", "queued", "running", "cancel_requested", "cancelled"),
     ],
+    // run_1 sent one quote; run_2 prepared another and was stopped before the commit.
+    operations: [operation("op_1", "run_1", "quote:1:send", 1), operation("op_2", "run_2", "quote:2:send", 0)],
   };
 }
 
@@ -168,12 +191,13 @@ const byId = <T>(items: T[], pick: (item: T) => string, id: string): T => items.
 const cp = (snapshot: ThreadSnapshot, id: string) => byId(snapshot.checkpoints, (c) => c.checkpointId, id);
 const msg = (snapshot: ThreadSnapshot, id: string) => byId(snapshot.messages, (m) => m.messageId, id);
 const rn = (snapshot: ThreadSnapshot, id: string) => byId(snapshot.runs, (r) => r.runId, id);
+const op = (snapshot: ThreadSnapshot, id: string) => byId(snapshot.operations, (o) => o.opId, id);
 
 interface Case {
   name: string;
   corrupt: (snapshot: ThreadSnapshot) => void;
   /** Each expected violation: its invariant and a fragment of its detail. */
-  expected: { invariant: number; detail: RegExp; runId?: string; messageId?: string }[];
+  expected: { invariant: number; detail: RegExp; runId?: string; messageId?: string; operationId?: string }[];
 }
 
 const cases: Case[] = [
@@ -198,6 +222,20 @@ const cases: Case[] = [
       cp(s, "cp_3").messageId = "msg_1";
     },
     expected: [{ invariant: 1, messageId: "msg_2", detail: /fragment|does not publish message msg_2/ }],
+  },
+  {
+    name: "2: a key handed to the external system twice",
+    corrupt: (s) => {
+      op(s, "op_1").commitAttempts = 2;
+    },
+    expected: [{ invariant: 2, runId: "run_1", operationId: "op_1", detail: /quote:1:send\) was handed to the external system 2 times/ }],
+  },
+  {
+    name: "2: two operations share a key",
+    corrupt: (s) => {
+      op(s, "op_2").idempotencyKey = "quote:1:send";
+    },
+    expected: [{ invariant: 2, runId: "run_2", operationId: "op_2", detail: /op_1 and op_2 share the idempotency key quote:1:send/ }],
   },
   {
     name: "3: a run continues from a checkpoint outside the thread",
@@ -383,8 +421,15 @@ describe("checkThread", () => {
         detail: expect.stringMatching(want.detail),
         ...(want.runId ? { runId: want.runId } : {}),
         ...(want.messageId ? { messageId: want.messageId } : {}),
+        ...(want.operationId ? { operationId: want.operationId } : {}),
       });
     });
+  });
+
+  it("accepts a key prepared again after a failed attempt (one attempt per preparation)", () => {
+    const snapshot = cleanSnapshot();
+    Object.assign(op(snapshot, "op_2"), { phase: "committing", commitAttempts: 1 });
+    expect(checkThread(snapshot)).toEqual([]);
   });
 
   it("does not throw on a status the machine does not know", () => {

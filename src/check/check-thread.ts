@@ -4,8 +4,8 @@
  *
  * Invariant 7 (no tool call without an outcome in model context) is checked by building the
  * model context from the thread's history exactly as the runtime does. Invariant 2 (one
- * idempotency key → one external action) needs the operation ledger, which no store holds yet; it
- * is not checked rather than checked against nothing.
+ * idempotency key → one external action) is checked on the thread's operation ledger rows; keys
+ * shared across threads of a tenant are found by `checkStore`, which sees every thread.
  */
 import {
   canTransition,
@@ -13,6 +13,7 @@ import {
   isTerminalStatus,
   type CheckpointRecord,
   type MessageRecord,
+  type OperationRecord,
   type RunRecord,
   type RunTransitionRecord,
 } from "../core/index.js";
@@ -28,16 +29,18 @@ export interface Violation {
   runId?: string;
   messageId?: string;
   checkpointId?: string;
+  operationId?: string;
   detail: string;
 }
 
 type Located = Omit<Violation, "tenantId" | "threadId">;
 
-/** Every violation of invariants 1, 3, 4, 5, 6 and 7 in one thread, ordered by invariant. */
+/** Every violation of invariants 1 to 7 in one thread, ordered by invariant. */
 export function checkThread(snapshot: ThreadSnapshot): Violation[] {
   const checkpoints = new Map(snapshot.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
   const found: Located[] = [
     ...checkPublication(snapshot.messages, checkpoints),
+    ...checkOperations(snapshot.operations),
     ...checkLineage(snapshot, checkpoints),
     ...checkCancelBoundary(snapshot, checkpoints),
     ...checkVersions(snapshot, checkpoints),
@@ -74,6 +77,36 @@ function checkPublication(messages: MessageRecord[], checkpoints: Map<string, Ch
           `checkpoint ${checkpoint.checkpointId} does not publish message ${message.messageId} ` +
           `(it references ${checkpoint.messageId ?? "no message"})`,
       });
+    }
+  }
+  return found;
+}
+
+/**
+ * Invariant 2: a key was handed to the external system at most once per preparation, and no two
+ * rows share a key (the store's unique index should make the second impossible; checked anyway).
+ */
+function checkOperations(operations: OperationRecord[]): Located[] {
+  const found: Located[] = [];
+  const byKey = new Map<string, OperationRecord>();
+  for (const operation of operations) {
+    const at = { invariant: 2, runId: operation.runId, operationId: operation.opId };
+    if (operation.commitAttempts > 1) {
+      found.push({
+        ...at,
+        detail:
+          `operation ${operation.opId} (key ${operation.idempotencyKey}) ` +
+          `was handed to the external system ${operation.commitAttempts} times`,
+      });
+    }
+    const first = byKey.get(operation.idempotencyKey);
+    if (first) {
+      found.push({
+        ...at,
+        detail: `operations ${first.opId} and ${operation.opId} share the idempotency key ${operation.idempotencyKey}`,
+      });
+    } else {
+      byKey.set(operation.idempotencyKey, operation);
     }
   }
   return found;

@@ -3,6 +3,8 @@ import { Command, InvalidArgumentError } from "commander";
 import { existsSync } from "node:fs";
 import { checkStore, formatCheckReport } from "../check/index.js";
 import { selectModel, MODEL_SPECS } from "../models/index.js";
+import { createDemoOutbox } from "../tools/demo-outbox.js";
+import { createDemoTools } from "../tools/demo-tools.js";
 import { createJsonLogger, type ChatModel } from "../runtime/index.js";
 import { parseApiKeys } from "../server/index.js";
 import { startTidemark } from "../start-tidemark.js";
@@ -31,6 +33,10 @@ program
     } catch (error) {
       fail(error instanceof Error ? error.message : String(error));
     }
+    // The demo tools come with the demo model (or on request): their outbox shares the database file.
+    const isDemoTools = options.model === "demo" || process.env.TIDEMARK_DEMO_TOOLS === "1";
+    const outbox = isDemoTools ? createDemoOutbox(options.db, { sendDelayMs: envNumber("TIDEMARK_DEMO_SEND_DELAY_MS") }) : undefined;
+    const tools = outbox ? createDemoTools({ outbox, searchDelayMs: envNumber("TIDEMARK_DEMO_SEARCH_DELAY_MS") }) : [];
     const tidemark = await startTidemark({
       dbPath: options.db,
       host: options.host,
@@ -38,6 +44,7 @@ program
       apiKeys: parseApiKeys(process.env.TIDEMARK_API_KEYS),
       logger,
       model,
+      tools,
       leaseMs: envNumber("TIDEMARK_LEASE_MS"),
       eventTtlMs: envNumber("TIDEMARK_EVENT_TTL_MS"),
       heartbeatMs: envNumber("TIDEMARK_HEARTBEAT_MS"),
@@ -49,7 +56,10 @@ program
       if (isStopping) return;
       isStopping = true;
       tidemark.close().then(
-        () => process.exit(0),
+        () => {
+          outbox?.close();
+          process.exit(0);
+        },
         () => process.exit(1),
       );
     };

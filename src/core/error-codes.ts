@@ -18,6 +18,13 @@ export const ERROR_CODES = {
     status: 409,
     meaning: "This run_id or Idempotency-Key was used for a different request.",
   },
+  operation_unconfirmed: {
+    status: 409,
+    meaning: "An operation of the thread has an unknown outcome; confirm it before starting another run.",
+  },
+  run_not_interrupted: { status: 409, meaning: "The run is not waiting for an approval." },
+  operation_not_confirmable: { status: 409, meaning: "Only an operation whose outcome is unknown can be confirmed." },
+  operation_not_found: { status: 404, meaning: "No such operation on this thread for this tenant." },
   stream_expired: { status: 410, meaning: "The run's event buffer is gone; read the thread's history." },
   payload_too_large: { status: 413, meaning: "The body exceeds the size limit." },
   unsupported_media_type: { status: 415, meaning: "The body must be application/json." },

@@ -103,7 +103,9 @@ export type CheckpointKind =
   | "input_accepted"
   | "message_published"
   | "step_completed"
-  | "cancel_accepted";
+  | "cancel_accepted"
+  | "operation_prepared"
+  | "operation_confirmed";
 
 /** How a continuation from a checkpoint treats the work it names (DESIGN §5). */
 export type ResumePolicy = "regenerate_pending_step" | "reuse_tool_result" | "confirm_operation_first";
@@ -209,4 +211,33 @@ export interface TraceRecord {
   kind: string;
   data: Record<string, unknown>;
   at: number;
+}
+
+/** Where an external operation is (DESIGN §6). `committed`, `failed` and `abandoned` are final for an attempt. */
+export type OperationPhase = "prepared" | "committing" | "committed" | "failed" | "abandoned" | "outcome_unknown";
+
+/** One external side effect, keyed by its business idempotency key: the operation ledger's row. */
+export interface OperationRecord {
+  tenantId: string;
+  opId: string;
+  threadId: string;
+  /** The run that prepared it most recently. */
+  runId: string;
+  toolName: string;
+  toolCallId: string;
+  /** Names the business action (`quote:483:revision:7:send`), not the attempt; unique per tenant. */
+  idempotencyKey: string;
+  phase: OperationPhase;
+  /** The tool input, JSON text. */
+  input: string;
+  /** What `prepare` returned, shown for approval. */
+  preview: unknown;
+  /** What the external system answered (committed), JSON-able. */
+  result: unknown;
+  /** A safe error message (failed). */
+  error: string | null;
+  /** How many times a commit was handed to the external system (invariant 2: at most 1). */
+  commitAttempts: number;
+  createdAt: number;
+  updatedAt: number;
 }

@@ -21,6 +21,12 @@ export type RunEvent = EventBase &
     | { type: "message.delta"; message_id: string; text: string }
     | { type: "message.published"; message_id: string; state_version: number; checkpoint_id: string; role: string }
     | { type: "checkpoint.saved"; checkpoint_id: string; state_version: number; kind: string }
+    | { type: "tool.started"; tool_call_id: string; tool: string; effect: string }
+    | { type: "tool.prepared"; tool_call_id: string; tool: string; op_id: string; idempotency_key: string; preview: unknown }
+    | { type: "tool.committed"; tool_call_id: string; tool: string; op_id: string; phase: "committed" | "failed" }
+    | { type: "tool.result"; tool_call_id: string; tool: string; message_id: string; is_error: boolean; reused: boolean }
+    | { type: "run.interrupted"; op_id: string; tool: string; idempotency_key: string; preview: unknown }
+    | { type: "run.resumed"; op_id: string; decision: "approved" | "rejected" }
     | { type: "run.cancel_requested"; reason: string; accepted_state_version: number; resume_checkpoint_id: string }
     | { type: "run.cancelling"; active_operation: string }
     | {

@@ -1,18 +1,14 @@
+import { z } from "zod";
 import { createId, hashJson, type MessageToolCall } from "../core/index.js";
-import type { PublishMessageInput } from "../store/index.js";
 import type { StepDefinition } from "./plan.js";
-import { estimateTokens, type ModelMessage, type ModelUsage } from "./model.js";
+import { estimateTokens, type ModelMessage, type ModelToolDefinition, type ModelUsage } from "./model.js";
+import { publish } from "./publish.js";
 import type { RunExecution } from "./run-execution.js";
+import { runToolCall } from "./tool-step.js";
+
+export { PublicationRejectedError } from "./publish.js";
 
 export { buildModelContext } from "./model-context.js";
-
-/** Thrown by a step whose result may not be published because the run stopped being `running`. */
-export class PublicationRejectedError extends Error {
-  constructor(runId: string) {
-    super(`run ${runId} is no longer running; its output was not published`);
-    this.name = "PublicationRejectedError";
-  }
-}
 
 /** Thrown when the model itself failed (as opposed to the runtime). */
 export class ModelFailedError extends Error {
@@ -30,20 +26,30 @@ export interface ChatProgramOptions {
 
 /**
  * The chat agent loop as a plan. A model step streams an answer and publishes it with its
- * checkpoint. If the model asked for tools, the step publishes each call's result and adds the
- * next model step, which sees them. No tools are registered yet, so each call's result says so
- * truthfully.
+ * checkpoint. If the model asked for tools, the step runs each call (see `runToolCall`),
+ * publishes its result, and adds the next model step, which sees them.
  */
 export function createChatProgram(execution: RunExecution, context: readonly ModelMessage[], options: ChatProgramOptions = {}): StepDefinition[] {
-  return [createModelStep(execution, 1, context, options.maxModelSteps ?? 8)];
+  const tools: ModelToolDefinition[] = [...execution.tools.values()].map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    inputSchema: z.toJSONSchema(tool.input) as Record<string, unknown>,
+  }));
+  return [createModelStep(execution, 1, context, tools, options.maxModelSteps ?? 8)];
 }
 
-function createModelStep(execution: RunExecution, index: number, context: readonly ModelMessage[], maxModelSteps: number): StepDefinition {
+function createModelStep(
+  execution: RunExecution,
+  index: number,
+  context: readonly ModelMessage[],
+  tools: readonly ModelToolDefinition[],
+  maxModelSteps: number,
+): StepDefinition {
   const stepId = `model-${index}`;
   return {
     id: stepId,
-    async run({ signal, addStep }) {
-      const generation = await generate(execution, stepId, context, signal);
+    async run({ signal, scope, addStep }) {
+      const generation = await generate(execution, stepId, context, tools, signal);
       const isLast = generation.toolCalls.length === 0;
       const tokens = generation.usage ?? {
         inputTokens: execution.discarded.inputTokens,
@@ -66,22 +72,12 @@ function createModelStep(execution: RunExecution, index: number, context: readon
 
       const next: ModelMessage[] = [...context, { role: "assistant", content: generation.text, toolCalls: generation.toolCalls }];
       for (const call of generation.toolCalls) {
-        // A safe point before each step: nothing more is published after a cancel.
+        // A safe point before each tool call: nothing more starts after a cancel.
         signal.throwIfAborted();
-        const content = `No tool named "${call.toolName}" is available in this run.`;
-        await publish(execution, {
-          messageId: createId("msg"),
-          role: "tool",
-          content,
-          toolCallId: call.toolCallId,
-          toolName: call.toolName,
-          completedStepId: `${stepId}/${call.toolCallId}`,
-          stats: { toolCallCount: 1 },
-          complete: false,
-        });
-        next.push({ role: "tool", toolCallId: call.toolCallId, toolName: call.toolName, content, isError: true });
+        const outcome = await runToolCall(execution, `${stepId}/${call.toolCallId}`, call, signal, scope);
+        next.push({ role: "tool", toolCallId: call.toolCallId, toolName: call.toolName, content: outcome.content, isError: outcome.isError });
       }
-      if (index < maxModelSteps) addStep(createModelStep(execution, index + 1, next, maxModelSteps));
+      if (index < maxModelSteps) addStep(createModelStep(execution, index + 1, next, tools, maxModelSteps));
     },
   };
 }
@@ -94,7 +90,13 @@ interface Generation {
 }
 
 /** Streams one generation, emitting its deltas; a cancel or failure discards it. */
-async function generate(execution: RunExecution, stepId: string, context: readonly ModelMessage[], signal: AbortSignal): Promise<Generation> {
+async function generate(
+  execution: RunExecution,
+  stepId: string,
+  context: readonly ModelMessage[],
+  tools: readonly ModelToolDefinition[],
+  signal: AbortSignal,
+): Promise<Generation> {
   const { run, discarded } = execution;
   execution.activeStep = { stepId, kind: "model", inputHash: hashJson(context) };
   const messageId = createId("msg");
@@ -106,7 +108,7 @@ async function generate(execution: RunExecution, stepId: string, context: readon
   discarded.outputTokens = 0;
   discarded.inputTokens = context.reduce((sum, message) => sum + estimateTokens(message.content), 0);
   try {
-    for await (const part of execution.model.stream({ messages: context }, { signal })) {
+    for await (const part of execution.model.stream({ messages: context, ...(tools.length ? { tools } : {}) }, { signal })) {
       // Safe point between chunks: nothing reaches the stream after a cancel was accepted.
       if (signal.aborted) break;
       if (part.type === "text-delta") {
@@ -129,39 +131,4 @@ async function generate(execution: RunExecution, stepId: string, context: readon
   discarded.isEstimated = usage?.isEstimated ?? true;
   if (usage) discarded.inputTokens = usage.inputTokens;
   return { messageId, text, toolCalls, usage };
-}
-
-type PublishRequest = Omit<PublishMessageInput, "tenantId" | "runId" | "checkpointId" | "now">;
-
-/** Publishes a message with its checkpoint, or throws if a cancel (or any terminal write) won. */
-async function publish(execution: RunExecution, request: PublishRequest): Promise<void> {
-  const { run } = execution;
-  const published = await execution.store.publishMessage({
-    ...request,
-    tenantId: run.tenantId,
-    runId: run.runId,
-    checkpointId: createId("cp"),
-    now: execution.clock.now(),
-  });
-  if (published.kind === "rejected") {
-    // A cancel (or another terminal write) committed first: the late output goes to traces only.
-    execution.trace("late_output_discarded", { message_id: request.messageId, chars: request.content.length, step_id: request.completedStepId });
-    throw new PublicationRejectedError(run.runId);
-  }
-  execution.emit({
-    type: "message.published",
-    run_id: run.runId,
-    message_id: request.messageId,
-    state_version: published.thread.stateVersion,
-    checkpoint_id: published.checkpoint.checkpointId,
-    role: request.role,
-  });
-  execution.emit({
-    type: "checkpoint.saved",
-    run_id: run.runId,
-    checkpoint_id: published.checkpoint.checkpointId,
-    state_version: published.checkpoint.stateVersion,
-    kind: published.checkpoint.kind,
-  });
-  execution.emit({ type: "stats.updated", run_id: run.runId, thread_stats: published.thread.stats, run_stats: published.run.stats });
 }

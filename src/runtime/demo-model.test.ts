@@ -1,7 +1,7 @@
 /** The built-in demo model: deterministic, honest about being a demo, and stoppable at once. */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createDemoModel, demoAnswerWords, titleFromText } from "./demo-model.js";
-import type { ModelRequest, ModelStreamPart } from "./model.js";
+import type { ModelMessage, ModelRequest, ModelStreamPart, ModelToolDefinition } from "./model.js";
 
 const request: ModelRequest = {
   messages: [
@@ -133,6 +133,172 @@ describe("createDemoModel stream", () => {
 
     await expect(consume()).rejects.toBe(reason);
     expect(received).toBe(100);
+  });
+});
+
+describe("demo tools", () => {
+  const searchTool: ModelToolDefinition = { name: "search_catalog", description: "search", inputSchema: { type: "object" } };
+  const emailTool: ModelToolDefinition = { name: "send_email", description: "email", inputSchema: { type: "object" } };
+  const tools = [searchTool, emailTool];
+  const model = createDemoModel({ wordsPerSecond: 0, wordCount: 30 });
+
+  function ask(content: string, offered: readonly ModelToolDefinition[] = tools, earlier: readonly ModelMessage[] = []): ModelRequest {
+    return { messages: [...earlier, { role: "user", content }], tools: offered };
+  }
+
+  async function streamOf(request: ModelRequest): Promise<ModelStreamPart[]> {
+    return collect(model.stream(request, { signal: new AbortController().signal }));
+  }
+
+  function toolCallsOf(parts: readonly ModelStreamPart[]) {
+    return parts.flatMap((part) => (part.type === "tool-call" ? [part.toolCall] : []));
+  }
+
+  it("asks for a search: a short sentence, the call, then a tool-calls finish", async () => {
+    const request = ask("Please search for red running shoes?", tools, [{ role: "system", content: "be brief" }]);
+
+    const parts = await streamOf(request);
+
+    expect(textOf(parts)).toBe("Let me search the catalog.");
+    expect(parts.slice(-2)).toEqual([
+      {
+        type: "tool-call",
+        toolCall: { toolCallId: "call_2_search_catalog", toolName: "search_catalog", input: JSON.stringify({ query: "red running shoes" }) },
+      },
+      { type: "finish", finishReason: "tool-calls", usage: { inputTokens: 8, outputTokens: 5, isEstimated: false } },
+    ]);
+    expect(demoAnswerWords(request, 30).join(" ")).toBe(textOf(parts));
+  });
+
+  it("takes the query after 'find' or 'look up', else the whole message, at most 80 characters", async () => {
+    const queryOf = async (content: string) => JSON.parse(toolCallsOf(await streamOf(ask(content)))[0]!.input).query;
+
+    expect(await queryOf("Can you find  a desk lamp.")).toBe("a desk lamp");
+    expect(await queryOf("look up oak tables")).toBe("oak tables");
+    expect(await queryOf("search")).toBe("search");
+    expect(await queryOf(`find ${"x".repeat(100)}`)).toBe("x".repeat(80));
+  });
+
+  it("asks to send an email to the first address in the message, with the message as its body", async () => {
+    const content = "Email bob@example.com and cc ana@example.com: the order shipped.";
+
+    const parts = await streamOf(ask(content));
+
+    expect(textOf(parts)).toBe("Let me send that email.");
+    expect(toolCallsOf(parts)).toEqual([
+      {
+        toolCallId: "call_1_send_email",
+        toolName: "send_email",
+        input: JSON.stringify({ to: "bob@example.com", subject: "Message from the Tidemark demo", body: content }),
+      },
+    ]);
+    expect(parts.at(-1)).toMatchObject({ type: "finish", finishReason: "tool-calls" });
+  });
+
+  it("emails demo@example.com when the message names no address", async () => {
+    const [call] = toolCallsOf(await streamOf(ask("please send a mail to the team")));
+
+    expect(JSON.parse(call!.input)).toMatchObject({ to: "demo@example.com", body: "please send a mail to the team" });
+  });
+
+  it("follows the earlier mention when a message asks for both", async () => {
+    const [first] = toolCallsOf(await streamOf(ask("find a gift, then email me")));
+    const [second] = toolCallsOf(await streamOf(ask("e-mail me what you find")));
+
+    expect(first?.toolName).toBe("search_catalog");
+    expect(second?.toolName).toBe("send_email");
+  });
+
+  it("asks for a tool only when the request offers it", async () => {
+    const withoutTools: ModelRequest = { messages: [{ role: "user", content: "search for lamps" }] };
+
+    const parts = await streamOf(withoutTools);
+
+    expect(toolCallsOf(parts)).toEqual([]);
+    expect(textOf(parts).startsWith("This is the Tidemark demo model, not a real language model.")).toBe(true);
+    expect(parts.at(-1)).toMatchObject({ finishReason: "stop" });
+    expect(toolCallsOf(await streamOf(ask("search for lamps", [emailTool])))).toEqual([]);
+    expect(toolCallsOf(await streamOf(ask("email ana@example.com", [searchTool])))).toEqual([]);
+    expect(toolCallsOf(await streamOf(ask("what happens when I press Stop?")))).toEqual([]);
+  });
+
+  it("asks only when the last message is the user's", async () => {
+    const request: ModelRequest = {
+      messages: [
+        { role: "user", content: "search for lamps" },
+        { role: "assistant", content: "Earlier." },
+      ],
+      tools,
+    };
+
+    expect(toolCallsOf(await streamOf(request))).toEqual([]);
+  });
+
+  describe("after a tool result", () => {
+    function afterResult(toolName: string, content: string, isError?: boolean): ModelRequest {
+      const call = { toolCallId: `call_1_${toolName}`, toolName, input: "{}" };
+      return {
+        messages: [
+          { role: "user", content: "do it" },
+          { role: "assistant", content: "On it.", toolCalls: [call] },
+          { role: "tool", toolCallId: call.toolCallId, toolName, content, ...(isError === undefined ? {} : { isError }) },
+        ],
+        tools,
+      };
+    }
+
+    const disclaimer = 'This is the Tidemark demo model, not a real language model. You wrote: "do it".';
+
+    it("reports what the search found, then answers as the demo it is", async () => {
+      const result = { query: "lamps", items: [{ name: "lamps Basic" }, { name: "lamps Plus" }, { name: "lamps Pro" }] };
+
+      const parts = await streamOf(afterResult("search_catalog", JSON.stringify(result)));
+
+      expect(textOf(parts).startsWith(`I found 3 items for "lamps": lamps Basic, lamps Plus, lamps Pro. ${disclaimer}`)).toBe(true);
+      expect(toolCallsOf(parts)).toEqual([]);
+      expect(parts.at(-1)).toMatchObject({ type: "finish", finishReason: "stop" });
+    });
+
+    it("reports a failed search as it came", async () => {
+      const parts = await streamOf(afterResult("search_catalog", "[cancelled before execution] It never ran.", true));
+
+      expect(textOf(parts).startsWith(`The search did not complete: [cancelled before execution] It never ran. ${disclaimer}`)).toBe(true);
+    });
+
+    it("reports a sent email with its message id", async () => {
+      const parts = await streamOf(afterResult("send_email", JSON.stringify({ message_id: "out_7", sent_at: 1 })));
+
+      expect(textOf(parts).startsWith(`The email was handed to the outbox (message out_7). ${disclaimer}`)).toBe(true);
+    });
+
+    it("reports a rejected or cancelled email as not sent, quoting the result", async () => {
+      const rejected = await streamOf(afterResult("send_email", "[rejected] The user rejected this action", true));
+      const notJson = await streamOf(afterResult("send_email", "stopped before the commit."));
+
+      expect(textOf(rejected).startsWith("The email was not sent: [rejected] The user rejected this action. This is")).toBe(true);
+      expect(textOf(notJson).startsWith("The email was not sent: stopped before the commit. This is")).toBe(true);
+    });
+
+    it("never calls an email of unknown outcome unsent", async () => {
+      const parts = await streamOf(afterResult("send_email", "[outcome unknown] The send may have happened.", true));
+
+      expect(textOf(parts).startsWith("The email's outcome is unknown: [outcome unknown] The send may have happened. This is")).toBe(true);
+    });
+
+    it("does not take an error result's JSON for a success", async () => {
+      const parts = await streamOf(afterResult("send_email", JSON.stringify({ message_id: "out_1" }), true));
+
+      expect(textOf(parts)).toContain("The email was not sent:");
+    });
+
+    it("is deterministic and matches demoAnswerWords", async () => {
+      const request = afterResult("send_email", JSON.stringify({ message_id: "out_7", sent_at: 1 }));
+
+      const [first, second] = await Promise.all([streamOf(request), streamOf(request)]);
+
+      expect(first).toEqual(second);
+      expect(textOf(first)).toBe(demoAnswerWords(request, 30).join(" "));
+    });
   });
 });
 

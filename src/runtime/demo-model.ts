@@ -1,5 +1,6 @@
+import { DEMO_TOOL_NAMES } from "../tools/demo-tools.js";
 import { abortableDelay } from "./cancel-scope.js";
-import type { ChatModel, ModelRequest, ModelStreamPart } from "./model.js";
+import type { ChatModel, ModelMessage, ModelRequest, ModelStreamPart, ToolCall } from "./model.js";
 
 /** Options for {@link createDemoModel}. */
 export interface DemoModelOptions {
@@ -21,7 +22,8 @@ const FULL_SPEED_YIELD_EVERY = 64;
 
 /**
  * The built-in demo model: deterministic, no key, streams words at a readable pace, honours
- * the signal, and says in its own text that it is a demo.
+ * the signal, and says in its own text that it is a demo. When the request offers the demo tools
+ * (`search_catalog`, `send_email`) and the user asks to search or to email, it calls them.
  */
 export function createDemoModel(options: DemoModelOptions = {}): ChatModel {
   const wordsPerSecond = options.wordsPerSecond ?? 30;
@@ -34,21 +36,137 @@ export function createDemoModel(options: DemoModelOptions = {}): ChatModel {
   };
 }
 
-/** The demo's deterministic answer to the last user message, as words (for tests and small answers). */
+/**
+ * The demo's deterministic text for a request, as words (for tests and small answers): the
+ * answer, or, when it asks for a tool, the short sentence before the call.
+ */
 export function demoAnswerWords(request: ModelRequest, wordCount: number): string[] {
-  const answer = createDemoAnswer(request, wordCount);
+  const turn = planDemoTurn(request);
+  const answer = turn.toolCall ? wordsOf(turn.sentence) : createDemoAnswer(request, wordCount);
   return Array.from({ length: answer.length }, (_, index) => answer.wordAt(index));
 }
 
-/** The answer's words by index: nothing is allocated up front, however long the answer. */
-function createDemoAnswer(request: ModelRequest, wordCount: number): { length: number; wordAt(index: number): string } {
+/** Words by index: nothing is allocated up front, however long the answer. */
+interface Words {
+  length: number;
+  wordAt(index: number): string;
+}
+
+function wordsOf(text: string): Words {
+  const words = text.split(" ");
+  return { length: words.length, wordAt: (index) => words[index]! };
+}
+
+/** The answer to the last user message, opened by a report of any tool results just received. */
+function createDemoAnswer(request: ModelRequest, wordCount: number): Words {
   const lastUser = [...request.messages].reverse().find((message) => message.role === "user");
-  const echo = (lastUser?.content ?? "").replace(/\s+/g, " ").trim().split(" ").slice(0, 12).join(" ");
-  const opening = `This is the Tidemark demo model, not a real language model. You wrote: "${echo}".`.split(" ");
+  const echo = collapse(lastUser?.content ?? "").split(" ").slice(0, 12).join(" ");
+  const report = toolResultReport(request.messages);
+  const disclaimer = `This is the Tidemark demo model, not a real language model. You wrote: "${echo}".`;
+  const opening = (report ? `${report} ${disclaimer}` : disclaimer).split(" ");
   return {
     length: Math.max(wordCount, opening.length),
     wordAt: (index) => (index < opening.length ? opening[index]! : FILLER[(index - opening.length) % FILLER.length]!),
   };
+}
+
+type DemoTurn = { toolCall: ToolCall; sentence: string } | { toolCall?: undefined };
+
+const SEARCH_WORDS = /\b(?:search\w*|find|look\s+up)\b/i;
+const EMAIL_WORDS = /\b(?:e-?mail\w*|send\s+a\s+mail)\b/i;
+const SEARCH_QUERY = /\b(?:search\w*(?:\s+the\s+catalog)?\s+for|find|look\s+up)\s+(.+)/i;
+const EMAIL_ADDRESS = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/;
+
+/**
+ * Whether the demo asks for a tool: only when the last message is the user's, it mentions
+ * searching or emailing (the earlier mention wins), and the request offers that tool.
+ */
+function planDemoTurn(request: ModelRequest): DemoTurn {
+  const last = request.messages.at(-1);
+  if (last?.role !== "user") return {};
+  const offered = new Set((request.tools ?? []).map((tool) => tool.name));
+  const text = collapse(last.content);
+  const searchAt = offered.has(DEMO_TOOL_NAMES.searchCatalog) ? text.search(SEARCH_WORDS) : -1;
+  const emailAt = offered.has(DEMO_TOOL_NAMES.sendEmail) ? text.search(EMAIL_WORDS) : -1;
+  if (searchAt < 0 && emailAt < 0) return {};
+  // Unique within a thread: each model step sees a longer history than the one before.
+  const callFor = (toolName: string, input: unknown): ToolCall => ({
+    toolCallId: `call_${request.messages.length}_${toolName}`,
+    toolName,
+    input: JSON.stringify(input),
+  });
+  if (searchAt >= 0 && (emailAt < 0 || searchAt <= emailAt)) {
+    return { sentence: "Let me search the catalog.", toolCall: callFor(DEMO_TOOL_NAMES.searchCatalog, { query: searchQuery(text) }) };
+  }
+  const to = EMAIL_ADDRESS.exec(text)?.[0] ?? "demo@example.com";
+  const email = { to, subject: "Message from the Tidemark demo", body: last.content.trim() };
+  return { sentence: "Let me send that email.", toolCall: callFor(DEMO_TOOL_NAMES.sendEmail, email) };
+}
+
+/** The words after "search for" / "find" / "look up", else the whole message; at most 80 characters. */
+function searchQuery(text: string): string {
+  const query = (SEARCH_QUERY.exec(text)?.[1] ?? "").replace(/[?!.]+$/, "").slice(0, 80).trim();
+  return query.length > 0 ? query : text.slice(0, 80).trim();
+}
+
+/** One sentence per tool result at the end of the history, saying truthfully what came back. */
+function toolResultReport(messages: readonly ModelMessage[]): string | undefined {
+  const results: Extract<ModelMessage, { role: "tool" }>[] = [];
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index]!;
+    if (message.role !== "tool") break;
+    results.unshift(message);
+  }
+  return results.length > 0 ? results.map(reportToolResult).join(" ") : undefined;
+}
+
+function reportToolResult(result: Extract<ModelMessage, { role: "tool" }>): string {
+  const content = collapse(result.content);
+  const parsed = result.isError ? undefined : parseJson(result.content);
+  if (result.toolName === DEMO_TOOL_NAMES.searchCatalog) {
+    if (isCatalogResult(parsed)) {
+      const names = parsed.items.map((item) => item.name).join(", ");
+      return `I found ${parsed.items.length} items for "${parsed.query}"${names ? `: ${names}` : ""}.`;
+    }
+    return sentence(`The search did not complete: ${content}`);
+  }
+  if (result.toolName === DEMO_TOOL_NAMES.sendEmail) {
+    if (isRecord(parsed) && typeof parsed.message_id === "string") return `The email was handed to the outbox (message ${parsed.message_id}).`;
+    // An unknown outcome may have been sent: saying "not sent" would be a lie.
+    if (/\bunknown\b/i.test(content)) return sentence(`The email's outcome is unknown: ${content}`);
+    return sentence(`The email was not sent: ${content}`);
+  }
+  return sentence(`The tool ${result.toolName} returned: ${content}`);
+}
+
+function isCatalogResult(value: unknown): value is { query: string; items: { name: string }[] } {
+  return (
+    isRecord(value) &&
+    typeof value.query === "string" &&
+    Array.isArray(value.items) &&
+    value.items.every((item) => isRecord(item) && typeof item.name === "string")
+  );
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function collapse(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
+
+/** Ends `text` with a full stop unless it already ends a sentence. */
+function sentence(text: string): string {
+  return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
 async function* streamDemoAnswer(
@@ -58,7 +176,8 @@ async function* streamDemoAnswer(
   intervalMs: number,
 ): AsyncGenerator<ModelStreamPart> {
   signal.throwIfAborted();
-  const answer = createDemoAnswer(request, wordCount);
+  const turn = planDemoTurn(request);
+  const answer = turn.toolCall ? wordsOf(turn.sentence) : createDemoAnswer(request, wordCount);
   const inputTokens = request.messages.reduce((sum, message) => sum + message.content.split(/\s+/).length, 0);
   for (let index = 0; index < answer.length; index++) {
     if (intervalMs > 0) await abortableDelay(intervalMs, signal);
@@ -66,8 +185,10 @@ async function* streamDemoAnswer(
     signal.throwIfAborted();
     yield { type: "text-delta", text: index === 0 ? answer.wordAt(index) : ` ${answer.wordAt(index)}` };
   }
+  if (turn.toolCall) yield { type: "tool-call", toolCall: turn.toolCall };
   // The demo counts words as its tokens: its own figures, not an estimate.
-  yield { type: "finish", finishReason: "stop", usage: { inputTokens, outputTokens: answer.length, isEstimated: false } };
+  const usage = { inputTokens, outputTokens: answer.length, isEstimated: false };
+  yield { type: "finish", finishReason: turn.toolCall ? "tool-calls" : "stop", usage };
 }
 
 /** A heuristic title: the first words of the first user message. */

@@ -1,4 +1,13 @@
-import { isTerminalStatus, type RunRecord, type UsageStats } from "../core/index.js";
+import {
+  isTerminalStatus,
+  type ExternalEffect,
+  type MessageToolCall,
+  type OperationPhase,
+  type OperationRecord,
+  type RunRecord,
+  type UsageStats,
+} from "../core/index.js";
+import { CANCELLED_BEFORE_EXECUTION } from "./model-context.js";
 import { buildModelContext, createChatProgram, ModelFailedError, PublicationRejectedError } from "./chat-program.js";
 import { ModelError } from "./model-error.js";
 import { runPlan } from "./plan.js";
@@ -17,7 +26,9 @@ export async function executeRun(execution: RunExecution): Promise<ExecutionOutc
   let planError: unknown;
   try {
     const messages = await store.listMessages(run.tenantId, run.threadId);
-    const result = await runPlan(createChatProgram(execution, buildModelContext(messages)), { scope, concurrency: 4 });
+    const operations = await store.listOperations(run.tenantId, run.threadId);
+    const context = buildModelContext(messages, { outcomeFor: outcomeFromLedger(operations) });
+    const result = await runPlan(createChatProgram(execution, context), { scope, concurrency: 4 });
     planError = result.error;
   } catch (error) {
     planError = error;
@@ -84,7 +95,7 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
       });
     }
     const final = finished ?? (await store.getRun(run.tenantId, run.runId))!;
-    emitTerminal(execution, final, discarded.discardedStreamChars ?? 0);
+    emitTerminal(execution, final, discarded.discardedStreamChars ?? 0, await externalEffects(execution, final));
     return "cancelled";
   }
 
@@ -145,7 +156,12 @@ function discardedStats(execution: RunExecution): Partial<UsageStats> {
 }
 
 /** Emits the terminal event matching `run`'s terminal status. */
-export function emitTerminal(execution: Pick<RunExecution, "emit">, run: RunRecord, discardedStreamChars: number): void {
+export function emitTerminal(
+  execution: Pick<RunExecution, "emit">,
+  run: RunRecord,
+  discardedStreamChars: number,
+  effects: ExternalEffect[] = [],
+): void {
   if (run.status === "completed") {
     execution.emit({
       type: "run.completed",
@@ -160,7 +176,7 @@ export function emitTerminal(execution: Pick<RunExecution, "emit">, run: RunReco
       reason: run.cancelReason ?? "cancelled",
       resume_checkpoint_id: run.cancelCheckpointId,
       discarded_stream_chars: discardedStreamChars,
-      external_effects: [],
+      external_effects: effects,
     });
   } else if (run.status === "failed") {
     execution.emit({
@@ -170,6 +186,35 @@ export function emitTerminal(execution: Pick<RunExecution, "emit">, run: RunReco
       message: run.failureMessage ?? "The run failed.",
     });
   }
+}
+
+/** What this run handed to external systems, from the ledger: the truth for `run.cancelled`. */
+export async function externalEffects(execution: Pick<RunExecution, "store">, run: RunRecord): Promise<ExternalEffect[]> {
+  const operations = await execution.store.listOperations(run.tenantId, run.threadId);
+  return operations
+    .filter((operation) => operation.runId === run.runId && HANDED_OVER.includes(operation.phase))
+    .map((operation) => ({ op_id: operation.opId, tool: operation.toolName, phase: operation.phase }));
+}
+
+const HANDED_OVER: readonly OperationPhase[] = ["committing", "committed", "failed", "outcome_unknown"];
+
+/** The synthetic result for a tool call without a result message, as the ledger knows it. */
+function outcomeFromLedger(operations: readonly OperationRecord[]): (call: MessageToolCall) => string {
+  const byCall = new Map(operations.map((operation) => [operation.toolCallId, operation]));
+  return (call) => {
+    const operation = byCall.get(call.toolCallId);
+    switch (operation?.phase) {
+      case "committed":
+        return `[committed before the stop] ${JSON.stringify(operation.result)}`;
+      case "outcome_unknown":
+      case "committing":
+        return `[outcome unknown] ${call.toolName} was handed to the external system, but its result was not recorded. Do not repeat it until it is confirmed.`;
+      case "failed":
+        return `[failed] ${operation.error ?? "the external system refused it"}`;
+      default:
+        return CANCELLED_BEFORE_EXECUTION;
+    }
+  };
 }
 
 function isProviderCancel(error: unknown): boolean {

@@ -23,6 +23,7 @@ export interface RecoveryContext {
 export async function recoverRun(run: RunRecord, context: RecoveryContext): Promise<boolean> {
   const { store, now } = context;
   const base = { tenantId: run.tenantId, runId: run.runId, now };
+  if (run.status !== "queued") await settleOperations(run, context);
   if (run.status === "queued") {
     context.trace(run, "recovered", { from: run.status, action: "claim" });
     context.launch(run);
@@ -55,4 +56,19 @@ export async function recoverRun(run: RunRecord, context: RecoveryContext): Prom
 function ended(context: RecoveryContext, run: RunRecord, action: string): void {
   context.trace(run, "recovered", { action });
   emitTerminal({ emit: context.emitter(run) }, run, 0);
+}
+
+/**
+ * A lost run's operations: one handed over but not recorded is `outcome_unknown` (the next run
+ * must confirm it); one prepared but never handed over is abandoned.
+ */
+async function settleOperations(run: RunRecord, context: RecoveryContext): Promise<void> {
+  const { store, now } = context;
+  const unknown = await store.markOutcomesUnknown(run.tenantId, run.runId, now);
+  for (const operation of unknown) context.trace(run, "operation_outcome_unknown", { op_id: operation.opId, tool: operation.toolName });
+  for (const operation of await store.listOperations(run.tenantId, run.threadId)) {
+    if (operation.runId === run.runId && operation.phase === "prepared") {
+      await store.abandonOperation({ tenantId: run.tenantId, opId: operation.opId, now });
+    }
+  }
 }

@@ -1,4 +1,5 @@
-import type { Clock, PendingStep, RunEventDraft, RunRecord, TraceRecord } from "../core/index.js";
+import type { Clock, OperationRecord, PendingStep, RunEventDraft, RunRecord, TraceRecord } from "../core/index.js";
+import type { Tool } from "../tools/tool.js";
 import type { Store } from "../store/index.js";
 import type { CancelScope } from "./cancel-scope.js";
 import type { Logger } from "./logger.js";
@@ -37,6 +38,12 @@ export interface RunExecution {
   trace(kind: string, data: Record<string, unknown>): void;
   /** The step in progress, so an accepted cancel can name it in its checkpoint. */
   activeStep: PendingStep | null;
+  /** The tools the model may call, by name. */
+  readonly tools: ReadonlyMap<string, Tool>;
+  /** The consequential operation in progress, so a cancel can say what is still finishing. */
+  activeOperation: { opId: string; toolName: string; phase: "prepared" | "awaiting_approval" | "committing" } | null;
+  /** Pauses the run (`interrupted`) until the user approves or rejects `operation`; rejects on Stop. */
+  awaitApproval(operation: OperationRecord, signal: AbortSignal): Promise<"approved" | "rejected">;
   /** Set when the scope is cancelled, so the executor can tell a Stop from a shutdown. */
   stopCause: StopCause | null;
   readonly discarded: DiscardedGeneration;

@@ -6,6 +6,7 @@ import {
   systemClock,
   TidemarkError,
   type Clock,
+  type OperationRecord,
   type RecoveryPolicy,
   type RunEventDraft,
   type RunInput,
@@ -24,6 +25,7 @@ import { DisconnectWatch } from "./disconnect-watch.js";
 import { PendingCancels } from "./pending-cancels.js";
 import { CancelRequestedError, conflictDetails } from "./run-errors.js";
 import { recoverRun } from "./recover-run.js";
+import type { Tool } from "../tools/tool.js";
 import { traceFor, type RunExecution } from "./run-execution.js";
 
 /** Hooks for metrics; all optional. */
@@ -51,6 +53,8 @@ export interface RuntimeOptions {
   recoveryPolicy?: RecoveryPolicy;
   /** With `on_disconnect: "cancel"`: how long a run may have no subscriber before it is cancelled (default 5 s). */
   disconnectGraceMs?: number;
+  /** The tools the model may call. */
+  tools?: readonly Tool[];
   observer?: RuntimeObserver;
 }
 
@@ -92,6 +96,9 @@ export class Runtime {
   readonly #executions = new Set<Promise<unknown>>();
   readonly #pendingCancels = new PendingCancels();
   readonly #disconnectWatch: DisconnectWatch;
+  readonly #tools: ReadonlyMap<string, Tool>;
+  /** Runs paused for an approval in this process, with the step waiting for the decision. */
+  readonly #approvals = new Map<string, { opId: string; decide(decision: "approved" | "rejected"): void }>();
   #timers: NodeJS.Timeout[] = [];
   #isRecovering = false;
   #isClosed = false;
@@ -106,6 +113,7 @@ export class Runtime {
     this.#observer = options.observer ?? {};
     this.workerId = options.workerId ?? `wrk_${createId("run").slice(4)}`;
     this.hub = new EventHub({ ttlMs: options.eventTtlMs });
+    this.#tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]));
     this.#disconnectWatch = new DisconnectWatch(options.disconnectGraceMs ?? 5_000, (tenantId, runId) =>
       runInBackground(this.#logger, "on_disconnect cancel", () => this.cancelRun(tenantId, runId, "client_disconnected")),
     );
@@ -154,6 +162,7 @@ export class Runtime {
   async startRun(request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
     if (this.#isClosed) throw new TidemarkError("shutting_down", "The server is shutting down.");
     const runId = request.runId ?? createId("run");
+    await this.#confirmUnknownOperations(request.tenantId, request.threadId);
     const requestHash = hashJson({ thread_id: request.threadId, input: request.input });
     const result = await this.store.createRun({
       tenantId: request.tenantId,
@@ -186,6 +195,13 @@ export class Runtime {
       case "run_in_progress":
         throw new TidemarkError("run_in_progress", "The thread already has an active run.", {
           details: { active_run_id: result.thread.activeRunId, current_state_version: result.thread.stateVersion },
+        });
+      case "operation_unconfirmed":
+        throw new TidemarkError("operation_unconfirmed", "An earlier action's outcome is unknown; confirm it before starting another run.", {
+          details: {
+            operations: result.operations.map((operation) => operation.opId),
+            confirm_url: `/v1/threads/${request.threadId}/operations/${result.operations[0]?.opId}/confirm`,
+          },
         });
       case "created":
         break;
@@ -255,6 +271,19 @@ export class Runtime {
       resume_checkpoint_id: checkpoint.checkpointId,
     });
     emit({ type: "checkpoint.saved", run_id: runId, checkpoint_id: checkpoint.checkpointId, state_version: checkpoint.stateVersion, kind: checkpoint.kind });
+    const operation = execution?.activeOperation;
+    if (operation?.phase === "committing") {
+      // The action is already with the external system: the run waits for its outcome, and says so.
+      const cancelling = await this.store.transitionRun({
+        tenantId,
+        runId,
+        from: ["cancel_requested"],
+        to: "cancelling",
+        activeOperation: operation.opId,
+        now: this.#clock.now(),
+      });
+      if (cancelling) emit({ type: "run.cancelling", run_id: runId, active_operation: `${operation.toolName} (${operation.opId})` });
+    }
     if (isTerminalStatus(run.status)) {
       // It never started: nothing to wait for.
       emitTerminal({ emit }, run, 0);
@@ -323,6 +352,101 @@ export class Runtime {
     }
   }
 
+  /** APPROVE / REJECT the consequential operation a run is paused for. */
+  async decide(tenantId: string, runId: string, decision: "approved" | "rejected"): Promise<RunRecord> {
+    const run = await this.store.getRun(tenantId, runId);
+    if (!run) throw new TidemarkError("run_not_found", "No such run.");
+    const waiter = this.#approvals.get(runKey(tenantId, runId));
+    if (!waiter || run.status !== "interrupted") {
+      throw new TidemarkError("run_not_interrupted", "The run is not waiting for an approval.", { details: { status: run.status } });
+    }
+    const resumed = await this.store.transitionRun({ tenantId, runId, from: ["interrupted"], to: "running", now: this.#clock.now() });
+    if (!resumed) {
+      const current = await this.store.getRun(tenantId, runId);
+      throw new TidemarkError("run_not_interrupted", "The run is not waiting for an approval.", { details: { status: current?.status } });
+    }
+    this.#emitter(resumed)({ type: "run.resumed", run_id: runId, op_id: waiter.opId, decision });
+    this.#trace(resumed, decision === "approved" ? "operation_approved" : "operation_rejected", { op_id: waiter.opId });
+    waiter.decide(decision);
+    return resumed;
+  }
+
+  /** The user's confirmation of an operation whose outcome was unknown (a transition of its thread). */
+  async confirmOperation(tenantId: string, threadId: string, opId: string, outcome: "committed" | "not_committed", result?: unknown) {
+    const operation = await this.store.getOperation(tenantId, opId);
+    if (!operation || operation.threadId !== threadId) throw new TidemarkError("operation_not_found", "No such operation on this thread.");
+    if (operation.phase !== "outcome_unknown") {
+      throw new TidemarkError("operation_not_confirmable", "Only an operation whose outcome is unknown can be confirmed.", {
+        details: { phase: operation.phase },
+      });
+    }
+    const confirmed = await this.store.confirmOperation({ tenantId, threadId, opId, outcome, result, checkpointId: createId("cp"), now: this.#clock.now() });
+    if (!confirmed) throw new TidemarkError("operation_not_confirmable", "The operation was confirmed meanwhile.");
+    return confirmed;
+  }
+
+  /** Asks each tool with a `status` hook what happened to its operations of unknown outcome. */
+  async #confirmUnknownOperations(tenantId: string, threadId: string): Promise<void> {
+    const unknown = (await this.store.listOperations(tenantId, threadId)).filter((operation) => operation.phase === "outcome_unknown");
+    for (const operation of unknown) {
+      const tool = this.#tools.get(operation.toolName);
+      if (tool?.effect !== "consequential" || !tool.status) continue;
+      const status = await tool
+        .status(operation.idempotencyKey, { tenantId, threadId, signal: AbortSignal.timeout(10_000) })
+        .catch(() => ({ outcome: "unknown" as const }));
+      if (status.outcome === "unknown") continue;
+      await this.store.confirmOperation({
+        tenantId,
+        threadId,
+        opId: operation.opId,
+        outcome: status.outcome,
+        result: status.outcome === "committed" ? status.result : undefined,
+        checkpointId: createId("cp"),
+        now: this.#clock.now(),
+      });
+      this.#logger.info({ op_id: operation.opId, outcome: status.outcome }, "operation confirmed by its tool's status hook");
+    }
+  }
+
+  /** Pauses a run (`interrupted`) for an approval; resolves with the decision, rejects on Stop. */
+  async #awaitApproval(execution: RunExecution, operation: OperationRecord, signal: AbortSignal): Promise<"approved" | "rejected"> {
+    const { run } = execution;
+    const key = runKey(run.tenantId, run.runId);
+    const paused = await this.store.transitionRun({
+      tenantId: run.tenantId,
+      runId: run.runId,
+      from: ["running"],
+      to: "interrupted",
+      activeOperation: operation.opId,
+      now: this.#clock.now(),
+    });
+    signal.throwIfAborted();
+    if (!paused) throw new Error("the run could not pause for approval");
+    execution.emit({
+      type: "run.interrupted",
+      run_id: run.runId,
+      op_id: operation.opId,
+      tool: operation.toolName,
+      idempotency_key: operation.idempotencyKey,
+      preview: operation.preview,
+    });
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => {
+        this.#approvals.delete(key);
+        reject(signal.reason);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#approvals.set(key, {
+        opId: operation.opId,
+        decide: (decision) => {
+          signal.removeEventListener("abort", onAbort);
+          this.#approvals.delete(key);
+          resolve(decision);
+        },
+      });
+    });
+  }
+
   /** Claims a queued run for this process and executes it in the background. */
   #launch(run: RunRecord): void {
     const key = runKey(run.tenantId, run.runId);
@@ -341,6 +465,9 @@ export class Runtime {
         await this.cancelRun(run.tenantId, run.runId, reason);
       },
       activeStep: null,
+      tools: this.#tools,
+      activeOperation: null,
+      awaitApproval: (operation, signal) => this.#awaitApproval(execution, operation, signal),
       stopCause: null,
       discarded: { llmCalls: 0, streamChars: 0, outputTokens: 0, inputTokens: 0, isEstimated: true },
     };

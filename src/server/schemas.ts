@@ -159,3 +159,32 @@ export function errorResponses(...statuses: number[]) {
 
 /** A JSON content entry for a route definition. */
 export const json = <T>(schema: T) => ({ "application/json": { schema } });
+
+export const OperationSchema = z
+  .object({
+    op_id: z.string(),
+    tool: z.string(),
+    tool_call_id: z.string(),
+    idempotency_key: z.string(),
+    phase: z.enum(["prepared", "committing", "committed", "failed", "abandoned", "outcome_unknown"]),
+    run_id: z.string(),
+    input: z.string(),
+    preview: z.unknown(),
+    result: z.unknown(),
+    error: z.string().nullable(),
+    commit_attempts: z.number().int(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .openapi("Operation");
+
+export const DecisionBody = z.strictObject({ reason: z.string().min(1).max(200).optional() }).openapi("DecisionRequest");
+
+export const ConfirmOperationBody = z
+  .strictObject({
+    outcome: z.enum(["committed", "not_committed"]),
+    result: z.unknown().optional(),
+  })
+  .openapi("ConfirmOperationRequest");
+
+export const OperationParams = z.object({ thread_id: z.string().min(1).max(100), op_id: z.string().min(1).max(100) });

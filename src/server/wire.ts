@@ -1,5 +1,5 @@
 /** Records → the fixed snake_case wire shapes of DESIGN §8. */
-import type { CheckpointRecord, MessageRecord, RunRecord, ThreadRecord, UsageStats } from "../core/index.js";
+import type { CheckpointRecord, MessageRecord, OperationRecord, RunRecord, ThreadRecord, UsageStats } from "../core/index.js";
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
@@ -102,3 +102,21 @@ export function checkpointView(checkpoint: CheckpointRecord) {
 
 export const eventsUrl = (runId: string): string => `/v1/runs/${runId}/events`;
 export const historyUrl = (threadId: string): string => `/v1/threads/${threadId}/history`;
+
+export function operationView(operation: OperationRecord) {
+  return {
+    op_id: operation.opId,
+    tool: operation.toolName,
+    tool_call_id: operation.toolCallId,
+    idempotency_key: operation.idempotencyKey,
+    phase: operation.phase,
+    run_id: operation.runId,
+    input: operation.input,
+    preview: operation.preview,
+    result: operation.result,
+    error: operation.error,
+    commit_attempts: operation.commitAttempts,
+    created_at: iso(operation.createdAt)!,
+    updated_at: iso(operation.updatedAt)!,
+  };
+}

@@ -12,6 +12,7 @@ import type {
   FailureReason,
   MessageRecord,
   MessageToolCall,
+  OperationRecord,
   PendingStep,
   RecoveryPolicy,
   RunInput,
@@ -58,7 +59,9 @@ export type CreateRunResult =
   | { kind: "key_reused"; run: RunRecord }
   | { kind: "thread_not_found" }
   | { kind: "state_version_conflict"; thread: ThreadRecord }
-  | { kind: "run_in_progress"; thread: ThreadRecord };
+  | { kind: "run_in_progress"; thread: ThreadRecord }
+  /** An operation of the thread is `outcome_unknown`: it must be confirmed before any other run. */
+  | { kind: "operation_unconfirmed"; thread: ThreadRecord; operations: OperationRecord[] };
 
 export interface ClaimRunInput {
   tenantId: string;
@@ -142,6 +145,59 @@ export interface ThreadSnapshot {
   checkpoints: CheckpointRecord[];
   runs: RunRecord[];
   transitions: RunTransitionRecord[];
+  operations: OperationRecord[];
+}
+
+export interface PrepareOperationInput {
+  tenantId: string;
+  /** Used if a new row is made. */
+  opId: string;
+  threadId: string;
+  runId: string;
+  toolName: string;
+  toolCallId: string;
+  idempotencyKey: string;
+  input: string;
+  preview: unknown;
+  /** The checkpoint "pause before a consequential operation" (a transition: version + 1). */
+  checkpointId: string;
+  now: number;
+}
+
+export type PrepareOperationResult =
+  /** A new row, or an `abandoned`/`failed` one for the same key taken up again: phase `prepared`, checkpoint written. */
+  | { kind: "prepared"; operation: OperationRecord; checkpoint: CheckpointRecord; thread: ThreadRecord }
+  /** The key was already committed: reuse its result, never call the external system again. */
+  | { kind: "committed"; operation: OperationRecord }
+  /** The key is `prepared`/`committing`/`outcome_unknown` elsewhere, or the run is not running. */
+  | { kind: "refused"; operation: OperationRecord | undefined; reason: "in_progress" | "outcome_unknown" | "run_not_running" };
+
+export type BeginCommitResult =
+  /** Handed over: phase `committing`, `commitAttempts` + 1, the run's `active_operation` set. */
+  | { kind: "committing"; operation: OperationRecord }
+  /** Not handed over: the run is no longer running (a cancel was accepted) or the phase is not `prepared`. */
+  | { kind: "refused"; operation: OperationRecord | undefined; runStatus: RunStatus | undefined };
+
+export interface FinishOperationInput {
+  tenantId: string;
+  opId: string;
+  /** `committed` with a result, or `failed` with a safe error. */
+  phase: "committed" | "failed";
+  result?: unknown;
+  error?: string;
+  now: number;
+}
+
+export interface ConfirmOperationInput {
+  tenantId: string;
+  threadId: string;
+  opId: string;
+  /** What the external system says happened. `not_committed` lets the action be prepared again. */
+  outcome: "committed" | "not_committed";
+  result?: unknown;
+  /** The confirmation is a transition: version + 1 with this checkpoint. */
+  checkpointId: string;
+  now: number;
 }
 
 /** The durable store behind threads, runs, checkpoints and traces. */
@@ -178,6 +234,21 @@ export interface Store {
   renewLeases(owner: string, leaseExpiresAt: number): Promise<number>;
   /** System-level: non-terminal runs whose lease expired, and queued runs nobody claimed since `orphanedBefore`. */
   listRecoverableRuns(now: number, orphanedBefore: number): Promise<RunRecord[]>;
+
+  /** Records a consequential operation before its commit (or finds its key's earlier outcome). */
+  prepareOperation(input: PrepareOperationInput): Promise<PrepareOperationResult>;
+  /** prepared → committing, only while the run is `running` (never after a cancel was accepted). */
+  beginCommit(input: { tenantId: string; opId: string; runId: string; now: number }): Promise<BeginCommitResult>;
+  /** committing → committed | failed; clears the run's `active_operation`. */
+  finishOperation(input: FinishOperationInput): Promise<OperationRecord | undefined>;
+  /** prepared → abandoned (a Stop or a rejection before the commit). */
+  abandonOperation(input: { tenantId: string; opId: string; now: number }): Promise<OperationRecord | undefined>;
+  /** System-level: every `committing` operation of a lost run → `outcome_unknown`. */
+  markOutcomesUnknown(tenantId: string, runId: string, now: number): Promise<OperationRecord[]>;
+  /** outcome_unknown → committed | abandoned (not_committed), as a thread transition. */
+  confirmOperation(input: ConfirmOperationInput): Promise<OperationRecord | undefined>;
+  getOperation(tenantId: string, opId: string): Promise<OperationRecord | undefined>;
+  listOperations(tenantId: string, threadId: string): Promise<OperationRecord[]>;
 
   appendTrace(trace: TraceRecord): Promise<void>;
   listTraces(tenantId: string, runId: string): Promise<TraceRecord[]>;

@@ -8,11 +8,12 @@ import {
   errorResponses,
   json,
   MessageSchema,
+  OperationSchema,
   ThreadIdParam,
   ThreadSchema,
 } from "../schemas.js";
 import { z } from "@hono/zod-openapi";
-import { checkpointView, messageView, threadView } from "../wire.js";
+import { checkpointView, messageView, operationView, threadView } from "../wire.js";
 
 const createThread = createRoute({
   method: "post",
@@ -53,7 +54,13 @@ const getHistory = createRoute({
     200: {
       description: "History",
       content: json(
-        z.object({ thread_id: z.string(), state_version: z.number().int(), head_checkpoint_id: z.string(), messages: z.array(MessageSchema) }),
+        z.object({
+          thread_id: z.string(),
+          state_version: z.number().int(),
+          head_checkpoint_id: z.string(),
+          messages: z.array(MessageSchema),
+          operations: z.array(OperationSchema),
+        }),
       ),
     },
     ...errorResponses(401, 404),
@@ -104,12 +111,15 @@ export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime)
     const tenantId = c.get("tenantId");
     const thread = await requireThread(tenantId, c.req.valid("param").thread_id);
     const messages = await runtime.store.listMessages(tenantId, thread.threadId);
+    const operations = await runtime.store.listOperations(tenantId, thread.threadId);
     return c.json(
       {
         thread_id: thread.threadId,
         state_version: thread.stateVersion,
         head_checkpoint_id: thread.headCheckpointId,
         messages: messages.filter((message) => message.publicationStatus !== "deleted").map(messageView),
+        // Each tool call's outcome as the ledger knows it, including one a Stop left without a result message.
+        operations: operations.map(operationView),
       },
       200,
     );

@@ -125,6 +125,33 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       ALTER TABLE messages ADD COLUMN tool_name TEXT;
     `,
   },
+  {
+    version: 3,
+    name: "operation ledger",
+    sql: `
+      CREATE TABLE operations (
+        tenant_id TEXT NOT NULL,
+        op_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        phase TEXT NOT NULL,
+        input TEXT NOT NULL,
+        preview TEXT,
+        result TEXT,
+        error TEXT,
+        commit_attempts INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, op_id)
+      ) WITHOUT ROWID;
+      -- One business action per key and tenant (invariant 2).
+      CREATE UNIQUE INDEX operations_by_idempotency_key ON operations (tenant_id, idempotency_key);
+      CREATE INDEX operations_by_thread ON operations (tenant_id, thread_id);
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

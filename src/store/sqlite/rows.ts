@@ -2,6 +2,7 @@
 import type {
   CheckpointRecord,
   MessageRecord,
+  OperationRecord,
   RunRecord,
   RunStatus,
   RunTransitionRecord,
@@ -130,5 +131,25 @@ export function toTrace(row: Row): TraceRecord {
     kind: str(row.kind),
     data: json(row.data),
     at: num(row.at),
+  };
+}
+
+export function toOperation(row: Row): OperationRecord {
+  return {
+    tenantId: str(row.tenant_id),
+    opId: str(row.op_id),
+    threadId: str(row.thread_id),
+    runId: str(row.run_id),
+    toolName: str(row.tool_name),
+    toolCallId: str(row.tool_call_id),
+    idempotencyKey: str(row.idempotency_key),
+    phase: str(row.phase) as OperationRecord["phase"],
+    input: str(row.input),
+    preview: jsonOrNull(row.preview),
+    result: jsonOrNull(row.result),
+    error: strOrNull(row.error),
+    commitAttempts: num(row.commit_attempts),
+    createdAt: num(row.created_at),
+    updatedAt: num(row.updated_at),
   };
 }

@@ -7,6 +7,8 @@ import {
   isTerminalStatus,
   type CheckpointRecord,
   type MessageRecord,
+  type OperationPhase,
+  type OperationRecord,
   type RunRecord,
   type RunStatus,
   type ThreadRecord,
@@ -14,11 +16,16 @@ import {
   type UsageStats,
 } from "../../core/index.js";
 import type {
+  BeginCommitResult,
   ClaimRunInput,
+  ConfirmOperationInput,
   CreateRunInput,
   CreateRunResult,
   CreateThreadInput,
+  FinishOperationInput,
   FinishRunInput,
+  PrepareOperationInput,
+  PrepareOperationResult,
   PublishMessageInput,
   PublishMessageResult,
   RequestCancelInput,
@@ -29,7 +36,10 @@ import type {
 } from "../store.js";
 import { migrate } from "./migrations.js";
 import { startWalCheckpointer, type WalCheckpointer } from "./wal-checkpointer.js";
-import { toCheckpoint, toMessage, toRun, toThread, toTrace, toTransition, type Row } from "./rows.js";
+import { toCheckpoint, toMessage, toOperation, toRun, toThread, toTrace, toTransition, type Row } from "./rows.js";
+
+/** JSON text for a column, or NULL for a value that is absent. */
+const jsonColumn = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
 
 /** Options for {@link createSqliteStore}. */
 export interface SqliteStoreOptions {
@@ -292,6 +302,9 @@ class SqliteStore implements Store {
       if (input.expectedStateVersion !== null && input.expectedStateVersion !== thread.stateVersion) {
         return { kind: "state_version_conflict", thread };
       }
+      // An external action whose outcome nobody knows must be confirmed before anything builds on it (DESIGN §6).
+      const unconfirmed = this.#operationsOfThread(input.tenantId, input.threadId, "outcome_unknown");
+      if (unconfirmed.length > 0) return { kind: "operation_unconfirmed", thread, operations: unconfirmed };
       if (thread.activeRunId !== null) return { kind: "run_in_progress", thread };
 
       const position = this.#nextPosition(thread);
@@ -584,6 +597,219 @@ class SqliteStore implements Store {
     return rows.map(toRun);
   }
 
+  #operation(tenantId: string, opId: string): OperationRecord | undefined {
+    const row = this.#sql("SELECT * FROM operations WHERE tenant_id = ? AND op_id = ?").get(tenantId, opId) as
+      | Row
+      | undefined;
+    return row ? toOperation(row) : undefined;
+  }
+
+  #operationByKey(tenantId: string, key: string): OperationRecord | undefined {
+    const row = this.#sql("SELECT * FROM operations WHERE tenant_id = ? AND idempotency_key = ?").get(tenantId, key) as
+      | Row
+      | undefined;
+    return row ? toOperation(row) : undefined;
+  }
+
+  /** The thread's operations, oldest first; only those in `phase` when given. */
+  #operationsOfThread(tenantId: string, threadId: string, phase?: OperationPhase): OperationRecord[] {
+    const rows = (
+      phase === undefined
+        ? this.#sql("SELECT * FROM operations WHERE tenant_id = ? AND thread_id = ? ORDER BY created_at, op_id").all(
+            tenantId,
+            threadId,
+          )
+        : this.#sql(
+            "SELECT * FROM operations WHERE tenant_id = ? AND thread_id = ? AND phase = ? ORDER BY created_at, op_id",
+          ).all(tenantId, threadId, phase)
+    ) as Row[];
+    return rows.map(toOperation);
+  }
+
+  /** Moves an operation from `from` to `to` by compare-and-set on its phase; false when it was not in `from`. */
+  #setPhase(
+    operation: OperationRecord,
+    from: OperationPhase,
+    to: OperationPhase,
+    now: number,
+    columns: Record<string, unknown> = {},
+  ): boolean {
+    const names = Object.keys(columns);
+    const assignments = names.map((name) => `, ${name} = ?`).join("");
+    const result = this.#sql(
+      `UPDATE operations SET phase = ?, updated_at = ?${assignments} WHERE tenant_id = ? AND op_id = ? AND phase = ?`,
+    ).run(to, now, ...names.map((name) => columns[name]), operation.tenantId, operation.opId, from);
+    return result.changes === 1;
+  }
+
+  async prepareOperation(input: PrepareOperationInput): Promise<PrepareOperationResult> {
+    // IMMEDIATE: the write lock is taken before the key is read, so two connections cannot both see it free.
+    const tx = this.#db.transaction((): PrepareOperationResult => {
+      const existing = this.#operationByKey(input.tenantId, input.idempotencyKey);
+      const run = this.#run(input.tenantId, input.runId);
+      const thread = this.#thread(input.tenantId, input.threadId);
+      if (!run || run.status !== "running" || run.threadId !== input.threadId || thread?.status !== "active") {
+        return { kind: "refused", operation: existing, reason: "run_not_running" };
+      }
+      if (existing?.phase === "committed") return { kind: "committed", operation: existing };
+      if (existing?.phase === "outcome_unknown") return { kind: "refused", operation: existing, reason: "outcome_unknown" };
+      if (existing?.phase === "prepared" || existing?.phase === "committing") {
+        return { kind: "refused", operation: existing, reason: "in_progress" };
+      }
+      const advanced = this.#advanceThread(
+        thread,
+        {
+          checkpointId: input.checkpointId,
+          kind: "operation_prepared",
+          runId: input.runId,
+          messageId: null,
+          completedStepId: null,
+          pendingStep: null,
+          resumePolicy: null,
+          cancelledGeneration: null,
+          createdAt: input.now,
+        },
+        {},
+      );
+      this.#updateRun(run, { state_version: advanced.thread.stateVersion });
+      const taken = {
+        thread_id: input.threadId,
+        run_id: input.runId,
+        tool_name: input.toolName,
+        tool_call_id: input.toolCallId,
+        input: input.input,
+        preview: jsonColumn(input.preview),
+        result: null,
+        error: null,
+        // A failed or abandoned attempt is known not to have acted: the count is per preparation.
+        commit_attempts: 0,
+      };
+      if (existing) {
+        if (!this.#setPhase(existing, existing.phase, "prepared", input.now, taken)) {
+          throw new Error(`operation phase compare-and-set failed for ${existing.opId}`);
+        }
+      } else {
+        this.#sql(
+          `INSERT INTO operations (tenant_id, op_id, thread_id, run_id, tool_name, tool_call_id, idempotency_key, phase,
+             input, preview, result, error, commit_attempts, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, 'prepared', ?, ?, NULL, NULL, 0, ?, ?)`,
+        ).run(
+          input.tenantId,
+          input.opId,
+          input.threadId,
+          input.runId,
+          input.toolName,
+          input.toolCallId,
+          input.idempotencyKey,
+          input.input,
+          taken.preview,
+          input.now,
+          input.now,
+        );
+      }
+      const operation = this.#operation(input.tenantId, existing?.opId ?? input.opId)!;
+      return { kind: "prepared", operation, checkpoint: advanced.checkpoint, thread: advanced.thread };
+    });
+    return tx.immediate();
+  }
+
+  async beginCommit(input: { tenantId: string; opId: string; runId: string; now: number }): Promise<BeginCommitResult> {
+    const tx = this.#db.transaction((): BeginCommitResult => {
+      const operation = this.#operation(input.tenantId, input.opId);
+      const run = this.#run(input.tenantId, input.runId);
+      // The run's status is read in the same transaction as the phase is set: a cancel accepted
+      // before this point is seen here, and one accepted after it finds the commit handed over.
+      const isHandedOver =
+        operation?.phase === "prepared" &&
+        operation.runId === input.runId &&
+        run?.status === "running" &&
+        this.#setPhase(operation, "prepared", "committing", input.now, { commit_attempts: operation.commitAttempts + 1 });
+      if (!isHandedOver) return { kind: "refused", operation, runStatus: run?.status };
+      this.#updateRun(run, { active_operation: operation.opId });
+      return { kind: "committing", operation: this.#operation(input.tenantId, input.opId)! };
+    });
+    return tx.immediate();
+  }
+
+  async finishOperation(input: FinishOperationInput): Promise<OperationRecord | undefined> {
+    const tx = this.#db.transaction(() => {
+      const operation = this.#operation(input.tenantId, input.opId);
+      const columns =
+        input.phase === "committed"
+          ? { result: jsonColumn(input.result), error: null }
+          : { result: null, error: input.error ?? null };
+      if (!operation || !this.#setPhase(operation, "committing", input.phase, input.now, columns)) return undefined;
+      this.#sql(
+        "UPDATE runs SET active_operation = NULL WHERE tenant_id = ? AND run_id = ? AND active_operation = ?",
+      ).run(operation.tenantId, operation.runId, operation.opId);
+      return this.#operation(input.tenantId, input.opId);
+    });
+    return tx.immediate();
+  }
+
+  async abandonOperation(input: { tenantId: string; opId: string; now: number }): Promise<OperationRecord | undefined> {
+    const tx = this.#db.transaction(() => {
+      const operation = this.#operation(input.tenantId, input.opId);
+      if (!operation || !this.#setPhase(operation, "prepared", "abandoned", input.now)) return undefined;
+      return this.#operation(input.tenantId, input.opId);
+    });
+    return tx.immediate();
+  }
+
+  async markOutcomesUnknown(tenantId: string, runId: string, now: number): Promise<OperationRecord[]> {
+    const tx = this.#db.transaction(() => {
+      const rows = this.#sql(
+        "SELECT * FROM operations WHERE tenant_id = ? AND run_id = ? AND phase = 'committing' ORDER BY created_at, op_id",
+      ).all(tenantId, runId) as Row[];
+      const marked: OperationRecord[] = [];
+      for (const operation of rows.map(toOperation)) {
+        if (this.#setPhase(operation, "committing", "outcome_unknown", now)) marked.push(this.#operation(tenantId, operation.opId)!);
+      }
+      return marked;
+    });
+    return tx.immediate();
+  }
+
+  async confirmOperation(input: ConfirmOperationInput): Promise<OperationRecord | undefined> {
+    const tx = this.#db.transaction(() => {
+      const operation = this.#operation(input.tenantId, input.opId);
+      const thread = this.#thread(input.tenantId, input.threadId);
+      if (!operation || operation.threadId !== input.threadId || operation.phase !== "outcome_unknown" || !thread) {
+        return undefined;
+      }
+      const isCommitted = input.outcome === "committed";
+      const columns = { result: isCommitted ? jsonColumn(input.result) : null };
+      if (!this.#setPhase(operation, "outcome_unknown", isCommitted ? "committed" : "abandoned", input.now, columns)) {
+        return undefined;
+      }
+      this.#advanceThread(
+        thread,
+        {
+          checkpointId: input.checkpointId,
+          kind: "operation_confirmed",
+          runId: null,
+          messageId: null,
+          completedStepId: null,
+          pendingStep: null,
+          resumePolicy: null,
+          cancelledGeneration: null,
+          createdAt: input.now,
+        },
+        {},
+      );
+      return this.#operation(input.tenantId, input.opId);
+    });
+    return tx.immediate();
+  }
+
+  async getOperation(tenantId: string, opId: string): Promise<OperationRecord | undefined> {
+    return this.#operation(tenantId, opId);
+  }
+
+  async listOperations(tenantId: string, threadId: string): Promise<OperationRecord[]> {
+    return this.#operationsOfThread(tenantId, threadId);
+  }
+
   async appendTrace(trace: TraceRecord): Promise<void> {
     this.#sql("INSERT INTO traces (trace_id, tenant_id, run_id, thread_id, kind, data, at) VALUES (?, ?, ?, ?, ?, ?, ?)").run(
       trace.traceId,
@@ -627,6 +853,7 @@ class SqliteStore implements Store {
         ).map(toTransition),
         messages: all("SELECT * FROM messages WHERE tenant_id = ? AND thread_id = ? ORDER BY position").map(toMessage),
         checkpoints: all("SELECT * FROM checkpoints WHERE tenant_id = ? AND thread_id = ? ORDER BY state_version").map(toCheckpoint),
+        operations: this.#operationsOfThread(tenantId, threadId),
       };
     })();
   }

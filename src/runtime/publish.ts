@@ -1,0 +1,51 @@
+import { createId } from "../core/index.js";
+import type { PublishMessageInput, PublishMessageResult } from "../store/index.js";
+import type { RunExecution } from "./run-execution.js";
+
+/** Thrown by a step whose result may not be published because the run stopped being `running`. */
+export class PublicationRejectedError extends Error {
+  constructor(runId: string) {
+    super(`run ${runId} is no longer running; its output was not published`);
+    this.name = "PublicationRejectedError";
+  }
+}
+
+/** What a step asks to publish. */
+export type PublishRequest = Omit<PublishMessageInput, "tenantId" | "runId" | "checkpointId" | "now">;
+
+/**
+ * Publishes a message with its checkpoint and emits what it changed, or throws if a cancel (or
+ * any terminal write) committed first: sticky terminal status, decided by the store.
+ */
+export async function publish(execution: RunExecution, request: PublishRequest): Promise<Extract<PublishMessageResult, { kind: "published" }>> {
+  const { run } = execution;
+  const published = await execution.store.publishMessage({
+    ...request,
+    tenantId: run.tenantId,
+    runId: run.runId,
+    checkpointId: createId("cp"),
+    now: execution.clock.now(),
+  });
+  if (published.kind === "rejected") {
+    // The late output goes to traces only.
+    execution.trace("late_output_discarded", { message_id: request.messageId, chars: request.content.length, step_id: request.completedStepId });
+    throw new PublicationRejectedError(run.runId);
+  }
+  execution.emit({
+    type: "message.published",
+    run_id: run.runId,
+    message_id: request.messageId,
+    state_version: published.thread.stateVersion,
+    checkpoint_id: published.checkpoint.checkpointId,
+    role: request.role,
+  });
+  execution.emit({
+    type: "checkpoint.saved",
+    run_id: run.runId,
+    checkpoint_id: published.checkpoint.checkpointId,
+    state_version: published.checkpoint.stateVersion,
+    kind: published.checkpoint.kind,
+  });
+  execution.emit({ type: "stats.updated", run_id: run.runId, thread_stats: published.thread.stats, run_stats: published.run.stats });
+  return published;
+}
