@@ -153,8 +153,29 @@ describe("an operation whose outcome is unknown", () => {
       return { paid: input.invoice };
     },
   });
+  let releasePrepare: () => void = () => {};
+  const prepareStarted: (() => void)[] = [];
+  const booking = defineTool({
+    name: "book_room",
+    description: "Books a room",
+    effect: "consequential",
+    approval: "never",
+    input: z.object({ room: z.string() }),
+    idempotencyKey: (input) => `room:${input.room}:book`,
+    // A slow preview (e.g. a quote from the hotel), honouring the signal.
+    prepare: (input, context) =>
+      new Promise((resolve, reject) => {
+        for (const notify of prepareStarted.splice(0)) notify();
+        releasePrepare = () => resolve({ room: input.room });
+        context.signal.addEventListener("abort", () => reject(context.signal.reason), { once: true });
+      }),
+    commit: async (input) => {
+      commits.push(input.room);
+      return { booked: input.room };
+    },
+  });
   beforeAll(async () => {
-    h = await startHarness({ demo: { wordsPerSecond: 0, wordCount: 10 }, tools: [payment] });
+    h = await startHarness({ demo: { wordsPerSecond: 0, wordCount: 10 }, tools: [payment, booking] });
   });
   afterAll(async () => {
     await h.expectNoViolations();
@@ -213,5 +234,35 @@ describe("an operation whose outcome is unknown", () => {
     const run = await h.startRun(thread.threadId, "thanks");
     expect((await h.events(run.run_id)).at(-1)!.type).toBe("run.completed");
     expect(commits).toEqual([]);
+  });
+
+  it("Stop before the commit (while preparing): nothing is handed over, and the action can be prepared again later", async () => {
+    const thread = await h.tidemark.runtime.createThread("local");
+    // The demo model never asks for book_room, so script the call in history and continue from it.
+    const model = h.tidemark.runtime.model;
+    const original = model.stream.bind(model);
+    let calls = 0;
+    (model as { stream: typeof model.stream }).stream = async function* (request, options) {
+      if (calls++ === 0) {
+        yield { type: "tool-call", toolCall: { toolCallId: "call_room", toolName: "book_room", input: '{"room":"12"}' } };
+        yield { type: "finish", finishReason: "tool-calls" };
+        return;
+      }
+      yield* original(request, options);
+    };
+    try {
+      const started = new Promise<void>((resolve) => prepareStarted.push(resolve));
+      const run = await h.startRun(thread.threadId, "book room 12");
+      await started;
+      const cancel = await h.api(`/v1/runs/${run.run_id}/cancel?wait=5000`, { method: "POST" });
+      expect(cancel.body.status).toBe("cancelled");
+      expect(commits).toEqual([]);
+      expect((await h.events(run.run_id, { after: 0 })).at(-1)).toMatchObject({ type: "run.cancelled", external_effects: [] });
+      // The preview never came back, so no operation was even prepared.
+      expect((await h.api(`/v1/threads/${thread.threadId}/operations`)).body.operations).toEqual([]);
+    } finally {
+      (model as { stream: typeof model.stream }).stream = original;
+      releasePrepare();
+    }
   });
 });
