@@ -8,6 +8,7 @@ import {
   type UsageStats,
 } from "../core/index.js";
 import { CANCELLED_BEFORE_EXECUTION } from "./model-context.js";
+import type { ModelMessage } from "./model.js";
 import { buildModelContext, createChatProgram, ModelFailedError, PublicationRejectedError } from "./chat-program.js";
 import { ModelError } from "./model-error.js";
 import { runPlan } from "./plan.js";
@@ -28,6 +29,7 @@ export async function executeRun(execution: RunExecution): Promise<ExecutionOutc
     const messages = await store.listMessages(run.tenantId, run.threadId);
     const operations = await store.listOperations(run.tenantId, run.threadId);
     const context = buildModelContext(messages, { outcomeFor: outcomeFromLedger(operations) });
+    await noteStoppedResponse(execution, context);
     const result = await runPlan(createChatProgram(execution, context), { scope, concurrency: 4 });
     planError = result.error;
   } catch (error) {
@@ -186,6 +188,20 @@ export function emitTerminal(
       message: run.failureMessage ?? "The run failed.",
     });
   }
+}
+
+/** Tells the model, right before the new input, that its previous response was stopped (policy `regenerate_pending_step`). */
+export const STOPPED_RESPONSE_NOTE =
+  "The user stopped your previous response before it finished; what you had written was discarded. Answer the next message afresh.";
+
+async function noteStoppedResponse(execution: RunExecution, context: ModelMessage[]): Promise<void> {
+  const { run, store } = execution;
+  const checkpoints = await store.listCheckpoints(run.tenantId, run.threadId);
+  const base = checkpoints.find((checkpoint) => checkpoint.checkpointId === run.baseCheckpointId);
+  if (base?.kind !== "cancel_accepted" || base.resumePolicy !== "regenerate_pending_step") return;
+  const inputAt = context.findLastIndex((message) => message.role === "user");
+  // The discarded text itself is never glued on: it was never kept.
+  context.splice(inputAt < 0 ? context.length : inputAt, 0, { role: "system", content: STOPPED_RESPONSE_NOTE });
 }
 
 /** What this run handed to external systems, from the ledger: the truth for `run.cancelled`. */

@@ -68,6 +68,10 @@ export interface StartRunRequest {
   expectedStateVersion?: number;
   onDisconnect?: "continue" | "cancel";
   recoveryPolicy?: RecoveryPolicy;
+  /** On a busy thread: `reject` (default) or `interrupt` (cancel the active run, wait until it is terminal, then start). */
+  multitask?: "reject" | "interrupt";
+  /** Continue from this checkpoint; it must be the thread's head. */
+  resumeFromCheckpointId?: string;
 }
 
 /** What a cancel did. */
@@ -161,8 +165,45 @@ export class Runtime {
   /** Starts a run (or returns the earlier one for a repeated run_id / Idempotency-Key). */
   async startRun(request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
     if (this.#isClosed) throw new TidemarkError("shutting_down", "The server is shutting down.");
-    const runId = request.runId ?? createId("run");
+    if (request.resumeFromCheckpointId !== undefined) await this.#checkResumePoint(request);
     await this.#confirmUnknownOperations(request.tenantId, request.threadId);
+    try {
+      return await this.#createRun(request);
+    } catch (error) {
+      if (request.multitask !== "interrupt" || !TidemarkError.isInstance(error) || error.code !== "run_in_progress") throw error;
+      // interrupt: cancel the active run, wait until it has really stopped, then start on what it left.
+      const activeRunId = error.details.active_run_id as string;
+      const cancelled = await this.cancelRun(request.tenantId, activeRunId, "interrupted_by_new_run");
+      const ended = await this.waitForTerminal(request.tenantId, activeRunId, 30_000);
+      if (!ended || !isTerminalStatus(ended.status)) throw error;
+      const builtOn = cancelled.kind === "accepted" ? cancelled.acceptedStateVersion : undefined;
+      return this.#createRun({
+        ...request,
+        // The client's version was current before the interrupt; the cancel it asked for moved it by one.
+        expectedStateVersion: request.expectedStateVersion === undefined ? undefined : (builtOn ?? request.expectedStateVersion),
+      });
+    }
+  }
+
+  /** A resume must build on the thread's head: an older checkpoint of it is stale (fork from it instead). */
+  async #checkResumePoint(request: StartRunRequest): Promise<void> {
+    const thread = await this.store.getThread(request.tenantId, request.threadId);
+    if (!thread) throw new TidemarkError("thread_not_found", "No such thread.");
+    const checkpoints = await this.store.listCheckpoints(request.tenantId, request.threadId);
+    const checkpoint = checkpoints.find((candidate) => candidate.checkpointId === request.resumeFromCheckpointId);
+    if (!checkpoint) throw new TidemarkError("checkpoint_not_found", "No such checkpoint in this thread's lineage.");
+    if (checkpoint.checkpointId !== thread.headCheckpointId) {
+      throw new TidemarkError("state_version_conflict", "That checkpoint is not the thread's head any more.", {
+        details: {
+          ...conflictDetails(thread),
+          allowed_actions: ["reload", `fork_from_${checkpoint.checkpointId}`],
+        },
+      });
+    }
+  }
+
+  async #createRun(request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
+    const runId = request.runId ?? createId("run");
     const requestHash = hashJson({ thread_id: request.threadId, input: request.input });
     const result = await this.store.createRun({
       tenantId: request.tenantId,

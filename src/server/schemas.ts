@@ -114,7 +114,12 @@ export const CreateRunBody = z
     run_id: z.string().max(100).optional().openapi({ description: "Name the run yourself (a `run_…` id); a repeat returns the same run." }),
     expected_state_version: z.number().int().min(0).optional(),
     on_disconnect: z.enum(["continue", "cancel"]).optional(),
-    multitask: z.enum(["reject"]).optional().openapi({ description: "Only `reject` (409 run_in_progress) for now." }),
+    multitask: z.enum(["reject", "interrupt"]).optional().openapi({
+      description: "On a busy thread: `reject` (default, 409 run_in_progress) or `interrupt` (cancel the active run, wait until it is terminal, then start).",
+    }),
+    resume_from_checkpoint_id: z.string().min(1).max(100).optional().openapi({
+      description: "Continue from this checkpoint; it must be the thread's head (an older one answers 409 with a fork suggestion).",
+    }),
     recovery_policy: z.enum(["fail", "resume"]).optional().openapi({
       description: "What to do if the process running it dies: fail with worker_lost (default) or resume from the last checkpoint.",
     }),
@@ -188,3 +193,11 @@ export const ConfirmOperationBody = z
   .openapi("ConfirmOperationRequest");
 
 export const OperationParams = z.object({ thread_id: z.string().min(1).max(100), op_id: z.string().min(1).max(100) });
+
+export const HistoryMarkerSchema = z
+  .object({
+    type: z.enum(["interrupted_response", "fragment", "operation_unconfirmed"]),
+    label: z.string(),
+  })
+  .catchall(z.unknown())
+  .openapi("HistoryMarker");

@@ -120,3 +120,39 @@ export function operationView(operation: OperationRecord) {
     updated_at: iso(operation.updatedAt)!,
   };
 }
+
+/**
+ * What a client must show beside the messages so that it offers only actions the server can
+ * honour: responses a Stop interrupted, saved fragments, and operations awaiting confirmation.
+ */
+export function historyMarkers(
+  threadId: string,
+  messages: readonly MessageRecord[],
+  checkpoints: readonly CheckpointRecord[],
+  operations: readonly OperationRecord[],
+) {
+  return [
+    ...checkpoints
+      .filter((checkpoint) => checkpoint.kind === "cancel_accepted")
+      .map((checkpoint) => ({
+        type: "interrupted_response" as const,
+        label: "previous response was interrupted",
+        run_id: checkpoint.runId,
+        checkpoint_id: checkpoint.checkpointId,
+        state_version: checkpoint.stateVersion,
+        discarded_stream_chars: checkpoint.cancelledGeneration?.discardedStreamChars ?? null,
+      })),
+    ...messages
+      .filter((message) => message.publicationStatus === "fragment")
+      .map((message) => ({ type: "fragment" as const, label: "saved fragment", message_id: message.messageId, run_id: message.runId })),
+    ...operations
+      .filter((operation) => operation.phase === "outcome_unknown")
+      .map((operation) => ({
+        type: "operation_unconfirmed" as const,
+        label: "awaiting confirmation",
+        op_id: operation.opId,
+        tool: operation.toolName,
+        confirm_url: `/v1/threads/${threadId}/operations/${operation.opId}/confirm`,
+      })),
+  ];
+}

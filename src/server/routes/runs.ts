@@ -97,6 +97,8 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
       expectedStateVersion: body.expected_state_version,
       onDisconnect: body.on_disconnect,
       recoveryPolicy: body.recovery_policy,
+      multitask: body.multitask,
+      resumeFromCheckpointId: body.resume_from_checkpoint_id,
     });
     c.header("Location", eventsUrl(run.runId));
     return c.json(runView(run), isNew ? 201 : 200);

@@ -8,12 +8,13 @@ import {
   errorResponses,
   json,
   MessageSchema,
+  HistoryMarkerSchema,
   OperationSchema,
   ThreadIdParam,
   ThreadSchema,
 } from "../schemas.js";
 import { z } from "@hono/zod-openapi";
-import { checkpointView, messageView, operationView, threadView } from "../wire.js";
+import { checkpointView, historyMarkers, messageView, operationView, threadView } from "../wire.js";
 
 const createThread = createRoute({
   method: "post",
@@ -60,6 +61,7 @@ const getHistory = createRoute({
           head_checkpoint_id: z.string(),
           messages: z.array(MessageSchema),
           operations: z.array(OperationSchema),
+          markers: z.array(HistoryMarkerSchema),
         }),
       ),
     },
@@ -112,6 +114,7 @@ export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime)
     const thread = await requireThread(tenantId, c.req.valid("param").thread_id);
     const messages = await runtime.store.listMessages(tenantId, thread.threadId);
     const operations = await runtime.store.listOperations(tenantId, thread.threadId);
+    const checkpoints = await runtime.store.listCheckpoints(tenantId, thread.threadId);
     return c.json(
       {
         thread_id: thread.threadId,
@@ -120,6 +123,7 @@ export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime)
         messages: messages.filter((message) => message.publicationStatus !== "deleted").map(messageView),
         // Each tool call's outcome as the ledger knows it, including one a Stop left without a result message.
         operations: operations.map(operationView),
+        markers: historyMarkers(thread.threadId, messages, checkpoints, operations),
       },
       200,
     );
