@@ -265,7 +265,8 @@ describe.each(MODEL_PATHS)("provider behaviour through %s", (_name, makeModel) =
     const run = await h.startRun(thread.threadId, "so did it send?");
     expect((await h.events(run.run_id)).at(-1)!.type).toBe("run.completed");
     const body = (await nextStreamRequest(provider, before)).body as { messages: any[] };
-    expect(body.messages.map((message) => message.role)).toEqual(["user", "assistant", "tool", "user"]);
+    // The run was stopped: the model is told so (a system note) right before the new input.
+    expect(body.messages.map((message) => message.role)).toEqual(["user", "assistant", "tool", "system", "user"]);
     expect(body.messages[2]).toMatchObject({ tool_call_id: "call_orphan", content: CANCELLED_BEFORE_EXECUTION });
   });
 });

@@ -105,7 +105,11 @@ export type CheckpointKind =
   | "step_completed"
   | "cancel_accepted"
   | "operation_prepared"
-  | "operation_confirmed";
+  | "operation_confirmed"
+  /** The client saved what it saw of a stopped answer (DESIGN §9). */
+  | "fragment_saved"
+  /** A fragment was deleted (the row stays, marked deleted). */
+  | "message_deleted";
 
 /** How a continuation from a checkpoint treats the work it names (DESIGN §5). */
 export type ResumePolicy = "regenerate_pending_step" | "reuse_tool_result" | "confirm_operation_first";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { MessageRecord } from "../core/index.js";
-import { buildModelContext, CANCELLED_BEFORE_EXECUTION, findOrphanToolCalls } from "./model-context.js";
+import { buildModelContext, CANCELLED_BEFORE_EXECUTION, findOrphanToolCalls, FRAGMENT_LABEL } from "./model-context.js";
 
 let position = 0;
 function message(overrides: Partial<MessageRecord>): MessageRecord {
@@ -27,17 +27,30 @@ function message(overrides: Partial<MessageRecord>): MessageRecord {
 const call = (id: string, name = "search") => ({ toolCallId: id, toolName: name, input: '{"q":"x"}' });
 
 describe("buildModelContext", () => {
-  it("keeps published messages in order and leaves out fragments and deleted drafts", () => {
+  it("keeps published messages in order, labels saved fragments and leaves out deleted drafts", () => {
     const context = buildModelContext([
       message({ role: "user", content: "hi" }),
       message({ role: "assistant", content: "partial", publicationStatus: "fragment" }),
       message({ role: "assistant", content: "draft", publicationStatus: "deleted" }),
+      message({ role: "user", content: "go on" }),
       message({ role: "assistant", content: "hello" }),
     ]);
     expect(context).toEqual([
       { role: "user", content: "hi" },
+      { role: "assistant", content: "[saved fragment of a stopped answer] partial" },
+      { role: "user", content: "go on" },
       { role: "assistant", content: "hello" },
     ]);
+    expect(FRAGMENT_LABEL).toBe("[saved fragment of a stopped answer] ");
+  });
+
+  it("never passes a fragment off as a finished answer: no tool calls, always the label", () => {
+    const context = buildModelContext([
+      message({ role: "user" }),
+      message({ role: "assistant", content: "", publicationStatus: "fragment", toolCalls: [call("c1")] }),
+    ]);
+    expect(context[1]).toEqual({ role: "assistant", content: FRAGMENT_LABEL });
+    expect(findOrphanToolCalls(context)).toEqual([]);
   });
 
   it("passes answered tool calls through with their results", () => {

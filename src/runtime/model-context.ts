@@ -5,6 +5,9 @@ import type { ModelMessage } from "./model.js";
 export const CANCELLED_BEFORE_EXECUTION =
   "[cancelled before execution] This tool call was stopped before it ran, so it has no result.";
 
+/** The label a saved fragment carries in model context: it is not a finished model answer (DESIGN §9). */
+export const FRAGMENT_LABEL = "[saved fragment of a stopped answer] ";
+
 /** Options for {@link buildModelContext}. */
 export interface ModelContextOptions {
   /**
@@ -15,7 +18,8 @@ export interface ModelContextOptions {
 }
 
 /**
- * The model context for a thread: its published messages in order. Whatever the history holds,
+ * The model context for a thread: its published messages and saved fragments in order (a
+ * fragment as an assistant message opened by {@link FRAGMENT_LABEL}). Whatever the history holds,
  * every assistant tool call is followed by a result: an unanswered call gets an explicit
  * synthetic one, and a tool result with no call before it is left out, so a provider never
  * rejects the conversation after a Stop (invariant 7).
@@ -25,8 +29,13 @@ export function buildModelContext(messages: readonly MessageRecord[], options: M
   const answered = new Set(published.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
   const called = new Set<string>();
   const context: ModelMessage[] = [];
-  for (const message of published) {
-    if (message.role === "assistant") {
+  for (const message of messages) {
+    if (isFragment(message)) {
+      // What the user saw of a stopped answer: kept, but never passed off as the model's own finished turn.
+      context.push({ role: "assistant", content: FRAGMENT_LABEL + message.content });
+    } else if (message.publicationStatus !== "published") {
+      continue;
+    } else if (message.role === "assistant") {
       const toolCalls = message.toolCalls ?? [];
       context.push({ role: "assistant", content: message.content, ...(toolCalls.length ? { toolCalls } : {}) });
       for (const call of toolCalls) {
@@ -44,6 +53,11 @@ export function buildModelContext(messages: readonly MessageRecord[], options: M
     }
   }
   return context;
+}
+
+/** A saved fragment: an assistant message the client kept of a stopped answer. */
+function isFragment(message: MessageRecord): boolean {
+  return message.publicationStatus === "fragment" && message.role === "assistant";
 }
 
 /** Tool calls in `context` without a result after them (for `tidemark check` and tests). */

@@ -6,6 +6,7 @@ import type { AppEnv } from "./app-env.js";
 import { createAuthMiddleware } from "./auth.js";
 import { createErrorHandler, errorResponse } from "./errors.js";
 import type { ServerMetrics } from "./metrics.js";
+import { registerMessageRoutes } from "./routes/messages.js";
 import { registerOperationRoutes } from "./routes/operations.js";
 import { registerRunRoutes, type RunRouteOptions } from "./routes/runs.js";
 import { registerSystemRoutes } from "./routes/system.js";
@@ -52,6 +53,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   registerThreadRoutes(app, options.runtime);
   registerRunRoutes(app, options.runtime, options.metrics, options);
   registerOperationRoutes(app, options.runtime);
+  registerMessageRoutes(app, options.runtime);
   registerSystemRoutes(app, options.runtime, options.metrics);
   app.doc31("/v1/openapi.json", {
     openapi: "3.1.0",

@@ -200,6 +200,50 @@ export interface ConfirmOperationInput {
   now: number;
 }
 
+export interface SaveFragmentInput {
+  tenantId: string;
+  runId: string;
+  /** The streamed message the client saw part of (its id from the run's `message.delta` events). */
+  messageId: string;
+  /** The checkpoint `fragment_saved` (a transition: version + 1). */
+  checkpointId: string;
+  /** Exactly the text the client received. */
+  content: string;
+  now: number;
+}
+
+export type SaveFragmentResult =
+  /** Written: an assistant message `fragment` of the run, its checkpoint and the thread's new version. */
+  | { kind: "saved"; message: MessageRecord; checkpoint: CheckpointRecord; thread: ThreadRecord }
+  | { kind: "run_not_found" }
+  /** A fragment is saved only once its run's stream is final. */
+  | { kind: "run_not_terminal"; run: RunRecord }
+  | { kind: "thread_not_found" }
+  /** Another run of the thread is active: a fragment would land in the middle of its turn. */
+  | { kind: "run_in_progress"; thread: ThreadRecord }
+  /** Messages of another run came after this run's: the fragment would be out of order. */
+  | { kind: "thread_moved_on"; thread: ThreadRecord }
+  /** A message with this id is already stored (published, a fragment, or a deleted fragment). */
+  | { kind: "exists"; message: MessageRecord };
+
+export interface DeleteMessageInput {
+  tenantId: string;
+  threadId: string;
+  messageId: string;
+  /** The checkpoint `message_deleted` (a transition: version + 1). */
+  checkpointId: string;
+  now: number;
+}
+
+export type DeleteMessageResult =
+  /** The row stays (append-only), marked `deleted`; the thread moved one version. */
+  | { kind: "deleted"; message: MessageRecord; checkpoint: CheckpointRecord; thread: ThreadRecord }
+  | { kind: "thread_not_found" }
+  /** Unknown, in another thread, or already deleted. */
+  | { kind: "message_not_found" }
+  /** Only a fragment may be deleted; a published message is part of the confirmed result. */
+  | { kind: "not_deletable"; message: MessageRecord };
+
 /** The durable store behind threads, runs, checkpoints and traces. */
 export interface Store {
   createThread(input: CreateThreadInput): Promise<ThreadRecord>;
@@ -225,6 +269,10 @@ export interface Store {
   transitionRun(input: TransitionRunInput): Promise<RunRecord | undefined>;
   publishMessage(input: PublishMessageInput): Promise<PublishMessageResult>;
   requestCancel(input: RequestCancelInput): Promise<RequestCancelResult>;
+  /** Saves what the client saw of a terminal run's unpublished message, as a transition. */
+  saveFragment(input: SaveFragmentInput): Promise<SaveFragmentResult>;
+  /** Marks a fragment deleted, as a transition. */
+  deleteMessage(input: DeleteMessageInput): Promise<DeleteMessageResult>;
   /** The terminal write: status, the run's own counts, the thread's counts, in one transaction. */
   finishRun(input: FinishRunInput): Promise<RunRecord | undefined>;
 

@@ -22,6 +22,8 @@ import type {
   CreateRunInput,
   CreateRunResult,
   CreateThreadInput,
+  DeleteMessageInput,
+  DeleteMessageResult,
   FinishOperationInput,
   FinishRunInput,
   PrepareOperationInput,
@@ -30,6 +32,8 @@ import type {
   PublishMessageResult,
   RequestCancelInput,
   RequestCancelResult,
+  SaveFragmentInput,
+  SaveFragmentResult,
   Store,
   ThreadSnapshot,
   TransitionRunInput,
@@ -536,6 +540,106 @@ class SqliteStore implements Store {
       return { kind: "accepted", run: updated, thread: advanced.thread, checkpoint: advanced.checkpoint };
     });
     return tx();
+  }
+
+  #message(tenantId: string, messageId: string): MessageRecord | undefined {
+    const row = this.#sql("SELECT * FROM messages WHERE tenant_id = ? AND message_id = ?").get(tenantId, messageId) as
+      | Row
+      | undefined;
+    return row ? toMessage(row) : undefined;
+  }
+
+  async saveFragment(input: SaveFragmentInput): Promise<SaveFragmentResult> {
+    const tx = this.#db.transaction((): SaveFragmentResult => {
+      const run = this.#run(input.tenantId, input.runId);
+      if (!run) return { kind: "run_not_found" };
+      if (!isTerminalStatus(run.status)) return { kind: "run_not_terminal", run };
+      const existing = this.#message(input.tenantId, input.messageId);
+      if (existing) return { kind: "exists", message: existing };
+      const thread = this.#thread(input.tenantId, run.threadId);
+      if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
+      if (thread.activeRunId !== null) return { kind: "run_in_progress", thread };
+      // The fragment is appended: it belongs right after its run's own messages, nowhere else.
+      const newest = this.#sql(
+        "SELECT run_id FROM messages WHERE tenant_id = ? AND thread_id = ? ORDER BY position DESC LIMIT 1",
+      ).get(input.tenantId, run.threadId) as { run_id: string | null } | undefined;
+      if (newest?.run_id !== run.runId) return { kind: "thread_moved_on", thread };
+      const position = this.#nextPosition(thread);
+      const advanced = this.#advanceThread(
+        thread,
+        {
+          checkpointId: input.checkpointId,
+          kind: "fragment_saved",
+          runId: run.runId,
+          messageId: input.messageId,
+          completedStepId: null,
+          pendingStep: null,
+          resumePolicy: null,
+          cancelledGeneration: null,
+          createdAt: input.now,
+        },
+        { positions: 1 },
+      );
+      const message: MessageRecord = {
+        tenantId: input.tenantId,
+        messageId: input.messageId,
+        threadId: run.threadId,
+        position,
+        role: "assistant",
+        content: input.content,
+        runId: run.runId,
+        stateVersion: advanced.thread.stateVersion,
+        checkpointId: input.checkpointId,
+        publicationStatus: "fragment",
+        toolCalls: null,
+        toolCallId: null,
+        toolName: null,
+        createdAt: input.now,
+      };
+      this.#insertMessage(message);
+      return { kind: "saved", message, checkpoint: advanced.checkpoint, thread: advanced.thread };
+    });
+    return tx.immediate();
+  }
+
+  async deleteMessage(input: DeleteMessageInput): Promise<DeleteMessageResult> {
+    const tx = this.#db.transaction((): DeleteMessageResult => {
+      const thread = this.#thread(input.tenantId, input.threadId);
+      if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
+      const message = this.#message(input.tenantId, input.messageId);
+      if (!message || message.threadId !== input.threadId || message.publicationStatus === "deleted") {
+        return { kind: "message_not_found" };
+      }
+      if (message.publicationStatus !== "fragment") return { kind: "not_deletable", message };
+      const advanced = this.#advanceThread(
+        thread,
+        {
+          checkpointId: input.checkpointId,
+          kind: "message_deleted",
+          runId: null,
+          messageId: message.messageId,
+          completedStepId: null,
+          pendingStep: null,
+          resumePolicy: null,
+          cancelledGeneration: null,
+          createdAt: input.now,
+        },
+        {},
+      );
+      // Append-only: the row keeps the version and checkpoint that saved it; the new checkpoint records the delete.
+      const result = this.#sql(
+        `UPDATE messages SET publication_status = 'deleted'
+         WHERE tenant_id = ? AND message_id = ? AND publication_status = 'fragment'`,
+      ).run(input.tenantId, input.messageId);
+      if (result.changes !== 1) throw new Error(`message status compare-and-set failed for ${input.messageId}`);
+      return {
+        kind: "deleted",
+        message: { ...message, publicationStatus: "deleted" },
+        checkpoint: advanced.checkpoint,
+        thread: advanced.thread,
+      };
+    });
+    return tx.immediate();
   }
 
   async finishRun(input: FinishRunInput): Promise<RunRecord | undefined> {
