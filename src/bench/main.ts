@@ -12,13 +12,14 @@ import { cancelLatency } from "./cancel-latency.js";
 import { checkpointCost } from "./checkpoint-cost.js";
 import { formatTable } from "./format-table.js";
 import { ledgerOverhead } from "./ledger-overhead.js";
+import { resumeLatency } from "./resume-latency.js";
 import { providerCpu } from "./provider-cpu.js";
 import { providerStop } from "./provider-stop.js";
 import { rss1000 } from "./rss-1000.js";
 import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));
