@@ -1,3 +1,4 @@
+import { abortableDelay } from "../runtime/cancel-scope.js";
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { DemoOutbox, OutboxReceipt } from "./demo-outbox.js";
@@ -121,24 +122,5 @@ function catalogItems(query: string): CatalogItem[] {
       name: `${label} ${edition}`,
       price: cents / 100,
     };
-  });
-}
-
-/** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
-function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
   });
 }
