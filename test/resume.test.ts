@@ -102,6 +102,19 @@ describe("continuing after a Stop", () => {
     expect(inputs.filter((content: string) => content.startsWith("tab "))).toHaveLength(1);
   });
 
+  it("race 3 without expected_state_version: the resumed checkpoint's own version decides", async () => {
+    const { threadId, cancel } = await stopMidStream();
+    const resume = (content: string) =>
+      h.api(`/v1/threads/${threadId}/runs`, {
+        method: "POST",
+        json: { input: { role: "user", content }, resume_from_checkpoint_id: cancel.resume_checkpoint_id },
+      });
+    const [a, b] = await Promise.all([resume("tab A"), resume("tab B")]);
+    expect([a.status, b.status].sort()).toEqual([201, 409]);
+    const winner = a.status === 201 ? a : b;
+    await h.events(winner.body.run_id);
+  });
+
   it("an older checkpoint of the thread is stale (fork from it instead); another thread's checkpoint is not found", async () => {
     const { threadId, cancel } = await stopMidStream();
     const checkpoints = (await h.api(`/v1/threads/${threadId}/checkpoints`)).body.checkpoints;

@@ -165,10 +165,13 @@ export class Runtime {
   /** Starts a run (or returns the earlier one for a repeated run_id / Idempotency-Key). */
   async startRun(request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
     if (this.#isClosed) throw new TidemarkError("shutting_down", "The server is shutting down.");
-    if (request.resumeFromCheckpointId !== undefined) await this.#checkResumePoint(request);
+    // A resume builds on exactly its checkpoint's version: the store's compare-and-set then
+    // decides between two tabs, even if a client left expected_state_version out.
+    const resumeVersion = request.resumeFromCheckpointId === undefined ? undefined : await this.#checkResumePoint(request);
+    const effective = { ...request, expectedStateVersion: request.expectedStateVersion ?? resumeVersion };
     await this.#confirmUnknownOperations(request.tenantId, request.threadId);
     try {
-      return await this.#createRun(request);
+      return await this.#createRun(effective);
     } catch (error) {
       if (request.multitask !== "interrupt" || !TidemarkError.isInstance(error) || error.code !== "run_in_progress") throw error;
       // interrupt: cancel the active run, wait until it has really stopped, then start on what it left.
@@ -178,15 +181,15 @@ export class Runtime {
       if (!ended || !isTerminalStatus(ended.status)) throw error;
       const builtOn = cancelled.kind === "accepted" ? cancelled.acceptedStateVersion : undefined;
       return this.#createRun({
-        ...request,
-        // The client's version was current before the interrupt; the cancel it asked for moved it by one.
-        expectedStateVersion: request.expectedStateVersion === undefined ? undefined : (builtOn ?? request.expectedStateVersion),
+        ...effective,
+        // The version was current before the interrupt; the cancel it asked for moved it by one.
+        expectedStateVersion: effective.expectedStateVersion === undefined ? undefined : (builtOn ?? effective.expectedStateVersion),
       });
     }
   }
 
-  /** A resume must build on the thread's head: an older checkpoint of it is stale (fork from it instead). */
-  async #checkResumePoint(request: StartRunRequest): Promise<void> {
+  /** A resume must build on the thread's head (an older checkpoint is stale: fork from it); returns its version. */
+  async #checkResumePoint(request: StartRunRequest): Promise<number> {
     const thread = await this.store.getThread(request.tenantId, request.threadId);
     if (!thread) throw new TidemarkError("thread_not_found", "No such thread.");
     const checkpoints = await this.store.listCheckpoints(request.tenantId, request.threadId);
@@ -200,6 +203,7 @@ export class Runtime {
         },
       });
     }
+    return checkpoint.stateVersion;
   }
 
   async #createRun(request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
