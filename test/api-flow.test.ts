@@ -103,7 +103,9 @@ describe("a run over HTTP and SSE", () => {
     });
     expect(stale.status).toBe(409);
     expect(stale.body).toMatchObject({ error: "state_version_conflict", current_state_version: run.state_version });
-    expect(stale.body.allowed_actions).toEqual(["reload", `fork_from_${stale.body.current_checkpoint_id}`]);
+    // The branch to offer starts where this client built (version 1), not at the other run's head.
+    const root = (await h.api(`/v1/threads/${threadId}/checkpoints`)).body.checkpoints.find((checkpoint: any) => checkpoint.state_version === 1);
+    expect(stale.body.allowed_actions).toEqual(["reload", `fork_from_${root.checkpoint_id}`]);
     await h.api(`/v1/runs/${run.run_id}/cancel?wait=5000`, { method: "POST" });
   });
 

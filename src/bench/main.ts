@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import type { Benchmark, BenchmarkResult } from "./benchmark.js";
 import { cancelLatency } from "./cancel-latency.js";
 import { checkpointCost } from "./checkpoint-cost.js";
+import { forkCost } from "./fork-cost.js";
 import { formatTable } from "./format-table.js";
 import { ledgerOverhead } from "./ledger-overhead.js";
 import { resumeLatency } from "./resume-latency.js";
@@ -19,7 +20,7 @@ import { rss1000 } from "./rss-1000.js";
 import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));

@@ -14,6 +14,7 @@ function thread(tenantId: string, threadId: string): ThreadRecord {
     title: null,
     metadata: {},
     stats: emptyStats(),
+    forkedFrom: null,
     createdAt: 0,
     updatedAt: 0,
   };

@@ -154,6 +154,7 @@ function cleanSnapshot(): ThreadSnapshot {
       title: null,
       metadata: {},
       stats: emptyStats(),
+      forkedFrom: null,
       createdAt: 0,
       updatedAt: 5,
     },

@@ -35,9 +35,16 @@ export interface Violation {
 
 type Located = Omit<Violation, "tenantId" | "threadId">;
 
-/** Every violation of invariants 1 to 7 in one thread, ordered by invariant. */
+/**
+ * Every violation of invariants 1 to 7 in one thread, ordered by invariant. A branch is checked
+ * on its own rows; its shared prefix (checked in the thread that owns it) is where its parents
+ * and its model context begin.
+ */
 export function checkThread(snapshot: ThreadSnapshot): Violation[] {
-  const checkpoints = new Map(snapshot.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
+  // Lineage first, own rows last: an own checkpoint wins if a corrupted store shares an id.
+  const checkpoints = new Map(
+    [...(snapshot.inheritedCheckpoints ?? []), ...snapshot.checkpoints].map((checkpoint) => [checkpoint.checkpointId, checkpoint]),
+  );
   const found: Located[] = [
     ...checkPublication(snapshot.messages, checkpoints),
     ...checkOperations(snapshot.operations),
@@ -45,15 +52,20 @@ export function checkThread(snapshot: ThreadSnapshot): Violation[] {
     ...checkCancelBoundary(snapshot, checkpoints),
     ...checkVersions(snapshot, checkpoints),
     ...checkTransitions(snapshot.runs, snapshot.transitions),
-    ...checkToolOutcomes(snapshot.messages),
+    ...checkToolOutcomes([...(snapshot.inheritedMessages ?? []), ...snapshot.messages]),
   ];
   const { tenantId, threadId } = snapshot.thread;
   return found.map((violation) => ({ ...violation, tenantId, threadId }));
 }
 
-/** The thread's first checkpoint: the only one allowed to have no parent in the thread. */
-function isRoot(checkpoint: CheckpointRecord): boolean {
-  return checkpoint.kind === "thread_created" && checkpoint.stateVersion === 1;
+/** A thread's first own version: 1, or one past the fork point for a branch. */
+function firstVersion(snapshot: ThreadSnapshot): number {
+  return (snapshot.thread.forkedFrom?.stateVersion ?? 0) + 1;
+}
+
+/** A root thread's first checkpoint: the only one allowed to have no parent. */
+function isRoot(snapshot: ThreadSnapshot, checkpoint: CheckpointRecord): boolean {
+  return snapshot.thread.forkedFrom === null && checkpoint.kind === "thread_created" && checkpoint.stateVersion === 1;
 }
 
 /** Invariant 1: a visible message is always published by a checkpoint that points back at it. */
@@ -112,7 +124,7 @@ function checkOperations(operations: OperationRecord[]): Located[] {
   return found;
 }
 
-/** Invariant 3: runs continue from, and checkpoints descend from, checkpoints of this thread. */
+/** Invariant 3: runs continue from, and checkpoints descend from, checkpoints of this thread's lineage. */
 function checkLineage(snapshot: ThreadSnapshot, checkpoints: Map<string, CheckpointRecord>): Located[] {
   const found: Located[] = [];
   for (const run of snapshot.runs) {
@@ -121,13 +133,20 @@ function checkLineage(snapshot: ThreadSnapshot, checkpoints: Map<string, Checkpo
         invariant: 3,
         runId: run.runId,
         checkpointId: run.baseCheckpointId,
-        detail: `run ${run.runId} continues from checkpoint ${run.baseCheckpointId}, which is not in the thread`,
+        detail: `run ${run.runId} continues from checkpoint ${run.baseCheckpointId}, which is not in the thread's lineage`,
       });
     }
   }
+  const fork = snapshot.thread.forkedFrom;
+  if (fork && checkpoints.get(fork.checkpointId)?.stateVersion !== fork.stateVersion) {
+    found.push({
+      invariant: 3,
+      checkpointId: fork.checkpointId,
+      detail: `branch forked from checkpoint ${fork.checkpointId} (v${fork.stateVersion}), which is not in its lineage at that version`,
+    });
+  }
   for (const checkpoint of snapshot.checkpoints) {
-    // Exempt the root whatever its parent: a fork's root will name a checkpoint of another thread.
-    if (isRoot(checkpoint)) continue;
+    if (isRoot(snapshot, checkpoint)) continue;
     const parentId = checkpoint.parentCheckpointId;
     if (parentId === null || !checkpoints.has(parentId)) {
       const missing = parentId === null ? "no parent" : `missing parent ${parentId}`;
@@ -183,23 +202,28 @@ function checkCancelBoundary(snapshot: ThreadSnapshot, checkpoints: Map<string, 
   return found;
 }
 
-/** Invariant 5: versions 1..N, one checkpoint each, chained by one, with the head on top. */
+/**
+ * Invariant 5: versions 1..N (a branch: fork version + 1..N), one own checkpoint each, chained by
+ * one, with the head on top; a branch's first checkpoint descends from its fork checkpoint.
+ */
 function checkVersions(snapshot: ThreadSnapshot, checkpoints: Map<string, CheckpointRecord>): Located[] {
   const found: Located[] = [];
   const { thread } = snapshot;
+  const first = firstVersion(snapshot);
   const byVersion = new Map<number, CheckpointRecord[]>();
   for (const checkpoint of snapshot.checkpoints) {
     const version = checkpoint.stateVersion;
     byVersion.set(version, [...(byVersion.get(version) ?? []), checkpoint]);
-    if (!Number.isInteger(version) || version < 1 || version > thread.stateVersion) {
+    if (!Number.isInteger(version) || version < first || version > thread.stateVersion) {
       found.push({
         invariant: 5,
         checkpointId: checkpoint.checkpointId,
-        detail: `checkpoint ${checkpoint.checkpointId} has v${version}, outside the thread's 1..${thread.stateVersion}`,
+        detail: `checkpoint ${checkpoint.checkpointId} has v${version}, outside the thread's ${first}..${thread.stateVersion}`,
       });
     }
   }
-  for (let version = 1; version <= thread.stateVersion; version++) {
+  found.push(...checkForkStart(snapshot, byVersion.get(first)?.[0]));
+  for (let version = first; version <= thread.stateVersion; version++) {
     const holders = byVersion.get(version) ?? [];
     if (holders.length === 0) {
       found.push({ invariant: 5, detail: `no checkpoint holds v${version} of ${thread.stateVersion}` });
@@ -212,7 +236,7 @@ function checkVersions(snapshot: ThreadSnapshot, checkpoints: Map<string, Checkp
     const parent = checkpoint.parentCheckpointId === null ? undefined : checkpoints.get(checkpoint.parentCheckpointId);
     const version = checkpoint.stateVersion;
     // A missing parent is invariant 3's finding; only a present one has a version to compare.
-    if (isRoot(checkpoint) || !parent || parent.stateVersion === version - 1) continue;
+    if (isRoot(snapshot, checkpoint) || !parent || parent.stateVersion === version - 1) continue;
     found.push({
       invariant: 5,
       checkpointId: checkpoint.checkpointId,
@@ -235,6 +259,23 @@ function checkVersions(snapshot: ThreadSnapshot, checkpoints: Map<string, Checkp
     });
   }
   return found;
+}
+
+/** Part of invariant 5: a branch's first own checkpoint is `fork_created`, child of the fork checkpoint. */
+function checkForkStart(snapshot: ThreadSnapshot, start: CheckpointRecord | undefined): Located[] {
+  const fork = snapshot.thread.forkedFrom;
+  // A missing first version is reported by the version walk.
+  if (!fork || !start) return [];
+  if (start.kind === "fork_created" && start.parentCheckpointId === fork.checkpointId) return [];
+  return [
+    {
+      invariant: 5,
+      checkpointId: start.checkpointId,
+      detail:
+        `branch's first checkpoint ${start.checkpointId} (v${start.stateVersion}) is ${start.kind} ` +
+        `with parent ${start.parentCheckpointId ?? "none"}, not fork_created from ${fork.checkpointId}`,
+    },
+  ];
 }
 
 /** Part of invariant 5: the thread's head is its newest checkpoint. */

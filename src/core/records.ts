@@ -58,9 +58,23 @@ export interface ThreadRecord {
   activeRunId: string | null;
   title: string | null;
   metadata: Record<string, unknown>;
+  /** Its own work only: a branch starts at zero, whatever its shared prefix did. */
   stats: UsageStats;
+  /** Where a branch was forked from; null for a thread created from nothing. */
+  forkedFrom: ForkPoint | null;
   createdAt: number;
   updatedAt: number;
+}
+
+/**
+ * A branch's fork point (DESIGN §9): the branch shares its parent's history up to and including
+ * `stateVersion`, without a copy; its own checkpoints start at `stateVersion + 1`.
+ */
+export interface ForkPoint {
+  /** The thread that owns the fork checkpoint (for a fork from an inherited checkpoint, an ancestor). */
+  threadId: string;
+  checkpointId: string;
+  stateVersion: number;
 }
 
 /** Who wrote a message. */
@@ -109,7 +123,9 @@ export type CheckpointKind =
   /** The client saved what it saw of a stopped answer (DESIGN §9). */
   | "fragment_saved"
   /** A fragment was deleted (the row stays, marked deleted). */
-  | "message_deleted";
+  | "message_deleted"
+  /** A branch's first checkpoint; its parent is the fork checkpoint, in the parent's lineage. */
+  | "fork_created";
 
 /** How a continuation from a checkpoint treats the work it names (DESIGN §5). */
 export type ResumePolicy = "regenerate_pending_step" | "reuse_tool_result" | "confirm_operation_first";

@@ -197,9 +197,9 @@ export const STOPPED_RESPONSE_NOTE =
 async function noteStoppedResponse(execution: RunExecution, context: ModelMessage[]): Promise<void> {
   const { run, store } = execution;
   const checkpoints = new Map((await store.listCheckpoints(run.tenantId, run.threadId)).map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
-  // A fragment saved or deleted after the Stop does not change what the model must be told.
+  // A fragment saved or deleted after the Stop, or a branch made from it, does not change what the model must be told.
   let base = checkpoints.get(run.baseCheckpointId);
-  while (base && (base.kind === "fragment_saved" || base.kind === "message_deleted") && base.parentCheckpointId) {
+  while (base && (base.kind === "fragment_saved" || base.kind === "message_deleted" || base.kind === "fork_created") && base.parentCheckpointId) {
     base = checkpoints.get(base.parentCheckpointId);
   }
   if (base?.kind !== "cancel_accepted" || base.resumePolicy !== "regenerate_pending_step") return;

@@ -188,6 +188,19 @@ export class Runtime {
     }
   }
 
+  /**
+   * What a client whose version is stale may do: reload, or branch from the point it built on
+   * (not from the current head, which holds the other tab's story).
+   */
+  async #conflictActions(request: StartRunRequest, thread: ThreadRecord): Promise<string[]> {
+    let builtOn = request.resumeFromCheckpointId;
+    if (builtOn === undefined && request.expectedStateVersion !== undefined) {
+      const checkpoints = await this.store.listCheckpoints(request.tenantId, request.threadId);
+      builtOn = checkpoints.find((checkpoint) => checkpoint.stateVersion === request.expectedStateVersion)?.checkpointId;
+    }
+    return ["reload", `fork_from_${builtOn ?? thread.headCheckpointId}`];
+  }
+
   /** A resume must build on the thread's head (an older checkpoint is stale: fork from it); returns its version. */
   async #checkResumePoint(request: StartRunRequest): Promise<number> {
     const thread = await this.store.getThread(request.tenantId, request.threadId);
@@ -235,7 +248,7 @@ export class Runtime {
         throw new TidemarkError("thread_not_found", "No such thread.");
       case "state_version_conflict":
         throw new TidemarkError("state_version_conflict", "The thread has moved on since the version you built on.", {
-          details: conflictDetails(result.thread),
+          details: { ...conflictDetails(result.thread), allowed_actions: await this.#conflictActions(request, result.thread) },
         });
       case "run_in_progress":
         throw new TidemarkError("run_in_progress", "The thread already has an active run.", {

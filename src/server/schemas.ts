@@ -34,6 +34,10 @@ export const ThreadSchema = z
     title: z.string().nullable(),
     metadata: z.record(z.string(), z.unknown()),
     stats: StatsSchema,
+    forked_from: z
+      .object({ thread_id: z.string(), checkpoint_id: z.string(), state_version: z.number().int() })
+      .nullable()
+      .openapi({ description: "Where a branch was forked from (the thread owning the fork checkpoint); null for a root thread." }),
     created_at: z.string(),
     updated_at: z.string(),
   })
@@ -148,6 +152,11 @@ export const CancelRunResponse = z
 
 export const ThreadIdParam = z.object({ thread_id: z.string().min(1).max(100) });
 export const RunIdParam = z.object({ run_id: z.string().min(1).max(100) });
+export const HistoryQuery = z.object({
+  limit: z.string().regex(/^[1-9]\d{0,5}$/).optional().openapi({
+    description: "Only the last N messages (deleted drafts count toward N but are not listed); default all.",
+  }),
+});
 export const EventsQuery = z.object({
   after: z.string().regex(/^\d{1,16}$/).optional().openapi({ description: "Replay events after this seq (like Last-Event-ID)." }),
 });

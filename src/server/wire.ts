@@ -27,6 +27,9 @@ export function threadView(thread: ThreadRecord) {
     title: thread.title,
     metadata: thread.metadata,
     stats: statsView(thread.stats),
+    forked_from: thread.forkedFrom
+      ? { thread_id: thread.forkedFrom.threadId, checkpoint_id: thread.forkedFrom.checkpointId, state_version: thread.forkedFrom.stateVersion }
+      : null,
     created_at: iso(thread.createdAt)!,
     updated_at: iso(thread.updatedAt)!,
   };

@@ -33,6 +33,40 @@ export interface CreateThreadInput {
   now: number;
 }
 
+export interface ForkThreadInput {
+  tenantId: string;
+  /** The thread the client forks (the fork checkpoint may be one it inherited). */
+  sourceThreadId: string;
+  /** The fork checkpoint: any checkpoint of the source's lineage. */
+  fromCheckpointId: string;
+  /** The branch's id and its first checkpoint's id (`fork_created`). */
+  threadId: string;
+  checkpointId: string;
+  /** Merged over `{forked_from: {thread_id, checkpoint_id}}`. */
+  metadata: Record<string, unknown>;
+  now: number;
+}
+
+export type ForkThreadResult =
+  /** Two rows written (the branch and its `fork_created` checkpoint), whatever the prefix's length. */
+  | { kind: "forked"; thread: ThreadRecord; checkpoint: CheckpointRecord }
+  /** The source is unknown, foreign or deleted. */
+  | { kind: "thread_not_found" }
+  /** The checkpoint is unknown, foreign, or not in the source's lineage. */
+  | { kind: "checkpoint_not_found" };
+
+/** Options for {@link Store.listMessages}. */
+export interface ListMessagesOptions {
+  /** Only the last `limit` messages (still in order): the cost follows `limit`, not the history's length. */
+  limit?: number;
+}
+
+/** Options for {@link Store.listCheckpoints}. */
+export interface ListCheckpointsOptions {
+  /** Only checkpoints at this version or newer. */
+  fromVersion?: number;
+}
+
 export interface CreateRunInput {
   tenantId: string;
   runId: string;
@@ -141,8 +175,14 @@ export interface TransitionRunInput {
 /** Everything `tidemark check` needs to know about one thread. */
 export interface ThreadSnapshot {
   thread: ThreadRecord;
+  /** The thread's own messages (a branch's shared prefix is in `inheritedMessages`). */
   messages: MessageRecord[];
+  /** The thread's own checkpoints. */
   checkpoints: CheckpointRecord[];
+  /** A branch's shared prefix: its ancestors' checkpoints up to the fork point, oldest first (absent or empty for a root thread). */
+  inheritedCheckpoints?: CheckpointRecord[];
+  /** A branch's shared prefix of messages, in order, as the branch sees them. */
+  inheritedMessages?: MessageRecord[];
   runs: RunRecord[];
   transitions: RunTransitionRecord[];
   operations: OperationRecord[];
@@ -253,10 +293,15 @@ export interface Store {
   deleteThread(tenantId: string, threadId: string, now: number): Promise<boolean>;
   /** Saves the title in its own transaction, only if the thread has none yet. */
   saveTitle(tenantId: string, threadId: string, title: string, now: number): Promise<void>;
-  /** The thread's messages in order (published, fragments and deleted drafts alike). */
-  listMessages(tenantId: string, threadId: string): Promise<MessageRecord[]>;
-  /** The thread's checkpoints, oldest first. */
-  listCheckpoints(tenantId: string, threadId: string): Promise<CheckpointRecord[]>;
+  /**
+   * The thread's messages in order (published, fragments and deleted drafts alike). For a branch:
+   * the shared prefix as it stood at the fork point (read through, never copied), then its own.
+   */
+  listMessages(tenantId: string, threadId: string, options?: ListMessagesOptions): Promise<MessageRecord[]>;
+  /** The thread's checkpoints, oldest first; for a branch the fork checkpoint's chain, then its own. */
+  listCheckpoints(tenantId: string, threadId: string, options?: ListCheckpointsOptions): Promise<CheckpointRecord[]>;
+  /** Creates a branch that shares the lineage up to a checkpoint, in one transaction, O(1) in the prefix. */
+  forkThread(input: ForkThreadInput): Promise<ForkThreadResult>;
 
   createRun(input: CreateRunInput): Promise<CreateRunResult>;
   getRun(tenantId: string, runId: string): Promise<RunRecord | undefined>;
@@ -296,6 +341,7 @@ export interface Store {
   /** outcome_unknown → committed | abandoned (not_committed), as a thread transition. */
   confirmOperation(input: ConfirmOperationInput): Promise<OperationRecord | undefined>;
   getOperation(tenantId: string, opId: string): Promise<OperationRecord | undefined>;
+  /** The thread's operations, oldest first; a branch also sees those of the runs in its shared prefix. */
   listOperations(tenantId: string, threadId: string): Promise<OperationRecord[]>;
 
   appendTrace(trace: TraceRecord): Promise<void>;

@@ -9,12 +9,14 @@ import {
   json,
   MessageSchema,
   HistoryMarkerSchema,
+  HistoryQuery,
   OperationSchema,
   ThreadIdParam,
   ThreadSchema,
 } from "../schemas.js";
 import { z } from "@hono/zod-openapi";
 import { checkpointView, historyMarkers, messageView, operationView, threadView } from "../wire.js";
+import { registerForkRoutes } from "./fork.js";
 
 const createThread = createRoute({
   method: "post",
@@ -49,8 +51,8 @@ const deleteThread = createRoute({
 const getHistory = createRoute({
   method: "get",
   path: "/v1/threads/{thread_id}/history",
-  summary: "The visible result: published messages in order",
-  request: { params: ThreadIdParam },
+  summary: "The visible result: published messages in order (a branch's shared prefix included)",
+  request: { params: ThreadIdParam, query: HistoryQuery },
   responses: {
     200: {
       description: "History",
@@ -60,12 +62,13 @@ const getHistory = createRoute({
           state_version: z.number().int(),
           head_checkpoint_id: z.string(),
           messages: z.array(MessageSchema),
+          has_earlier: z.boolean().openapi({ description: "With `limit`: messages before this page exist." }),
           operations: z.array(OperationSchema),
           markers: z.array(HistoryMarkerSchema),
         }),
       ),
     },
-    ...errorResponses(401, 404),
+    ...errorResponses(400, 401, 404),
   },
 });
 
@@ -83,7 +86,7 @@ const getCheckpoints = createRoute({
   },
 });
 
-/** Thread routes: create, read, terminate, history, checkpoints. */
+/** Thread routes: create, read, terminate, history, checkpoints, fork. */
 export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime): void {
   const requireThread = async (tenantId: string, threadId: string) => {
     const thread = await runtime.store.getThread(tenantId, threadId);
@@ -112,15 +115,19 @@ export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime)
   app.openapi(getHistory, async function getHistoryHandler(c) {
     const tenantId = c.get("tenantId");
     const thread = await requireThread(tenantId, c.req.valid("param").thread_id);
-    const messages = await runtime.store.listMessages(tenantId, thread.threadId);
+    const { limit } = c.req.valid("query");
+    const messages = await runtime.store.listMessages(tenantId, thread.threadId, limit === undefined ? {} : { limit: Number(limit) });
     const operations = await runtime.store.listOperations(tenantId, thread.threadId);
-    const checkpoints = await runtime.store.listCheckpoints(tenantId, thread.threadId);
+    // A page's markers are those of its own span of versions, so its cost follows the page, not the thread.
+    const fromVersion = limit === undefined ? 0 : (messages[0]?.stateVersion ?? thread.stateVersion);
+    const checkpoints = await runtime.store.listCheckpoints(tenantId, thread.threadId, { fromVersion });
     return c.json(
       {
         thread_id: thread.threadId,
         state_version: thread.stateVersion,
         head_checkpoint_id: thread.headCheckpointId,
         messages: messages.filter((message) => message.publicationStatus !== "deleted").map(messageView),
+        has_earlier: (messages[0]?.position ?? 0) > 0,
         // Each tool call's outcome as the ledger knows it, including one a Stop left without a result message.
         operations: operations.map(operationView),
         markers: historyMarkers(thread.threadId, messages, checkpoints, operations),
@@ -135,4 +142,6 @@ export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime)
     const checkpoints = await runtime.store.listCheckpoints(tenantId, thread.threadId);
     return c.json({ thread_id: thread.threadId, state_version: thread.stateVersion, checkpoints: checkpoints.map(checkpointView) }, 200);
   });
+
+  registerForkRoutes(app, runtime);
 }

@@ -152,6 +152,22 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX operations_by_thread ON operations (tenant_id, thread_id);
     `,
   },
+  {
+    version: 4,
+    name: "fork",
+    sql: `
+      -- A branch reads its parent's rows up to the fork point instead of copying them (DESIGN §9).
+      ALTER TABLE threads ADD COLUMN parent_thread_id TEXT;
+      ALTER TABLE threads ADD COLUMN fork_checkpoint_id TEXT;
+      ALTER TABLE threads ADD COLUMN fork_state_version INTEGER;
+      -- The position of the thread's first own message: the length of its shared prefix.
+      ALTER TABLE threads ADD COLUMN base_position INTEGER NOT NULL DEFAULT 0;
+      -- The prefix's end at a fork checkpoint is found by version, without a scan.
+      CREATE INDEX messages_by_version ON messages (tenant_id, thread_id, state_version);
+      -- Whether a shared fragment was deleted, and in which thread and version.
+      CREATE INDEX checkpoints_deleting ON checkpoints (tenant_id, message_id) WHERE kind = 'message_deleted';
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

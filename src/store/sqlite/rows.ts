@@ -36,6 +36,14 @@ export function toThread(row: Row): ThreadRecord {
     title: strOrNull(row.title),
     metadata: json(row.metadata),
     stats: parseStats(row.stats),
+    forkedFrom:
+      row.parent_thread_id === null || row.parent_thread_id === undefined
+        ? null
+        : {
+            threadId: str(row.parent_thread_id),
+            checkpointId: str(row.fork_checkpoint_id),
+            stateVersion: num(row.fork_state_version),
+          },
     createdAt: num(row.created_at),
     updatedAt: num(row.updated_at),
   };

@@ -26,6 +26,10 @@ import type {
   DeleteMessageResult,
   FinishOperationInput,
   FinishRunInput,
+  ForkThreadInput,
+  ForkThreadResult,
+  ListCheckpointsOptions,
+  ListMessagesOptions,
   PrepareOperationInput,
   PrepareOperationResult,
   PublishMessageInput,
@@ -41,6 +45,15 @@ import type {
 import { migrate } from "./migrations.js";
 import { startWalCheckpointer, type WalCheckpointer } from "./wal-checkpointer.js";
 import { toCheckpoint, toMessage, toOperation, toRun, toThread, toTrace, toTransition, type Row } from "./rows.js";
+import {
+  prefixLength,
+  readLineage,
+  readLineageCheckpoints,
+  readLineageMessages,
+  readLineageOperations,
+  messageInLineage,
+  type LineageLevel,
+} from "./lineage.js";
 
 /** JSON text for a column, or NULL for a value that is absent. */
 const jsonColumn = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
@@ -80,6 +93,8 @@ class SqliteStore implements Store {
   readonly #db: Database.Database;
   readonly #statements = new Map<string, Database.Statement>();
   readonly #checkpointer: WalCheckpointer | undefined;
+  /** `#sql` as a function value, for the lineage readers. */
+  readonly #statement = (text: string): Database.Statement => this.#sql(text);
 
   constructor(db: Database.Database, checkpointer: WalCheckpointer | undefined) {
     this.#db = db;
@@ -275,19 +290,88 @@ class SqliteStore implements Store {
     ).run(title, now, tenantId, threadId);
   }
 
-  async listMessages(tenantId: string, threadId: string): Promise<MessageRecord[]> {
-    const rows = this.#sql("SELECT * FROM messages WHERE tenant_id = ? AND thread_id = ? ORDER BY position").all(
-      tenantId,
-      threadId,
-    ) as Row[];
-    return rows.map(toMessage);
+  async listMessages(tenantId: string, threadId: string, options: ListMessagesOptions = {}): Promise<MessageRecord[]> {
+    // One read transaction: a branch's levels and their rows are one consistent view.
+    return this.#db.transaction(() => {
+      const levels = readLineage(this.#statement, tenantId, threadId);
+      return levels ? readLineageMessages(this.#statement, tenantId, levels, options.limit) : [];
+    })();
   }
 
-  async listCheckpoints(tenantId: string, threadId: string): Promise<CheckpointRecord[]> {
-    const rows = this.#sql(
-      "SELECT * FROM checkpoints WHERE tenant_id = ? AND thread_id = ? ORDER BY state_version",
-    ).all(tenantId, threadId) as Row[];
-    return rows.map(toCheckpoint);
+  async listCheckpoints(tenantId: string, threadId: string, options: ListCheckpointsOptions = {}): Promise<CheckpointRecord[]> {
+    return this.#db.transaction(() => {
+      const levels = readLineage(this.#statement, tenantId, threadId);
+      return levels ? readLineageCheckpoints(this.#statement, tenantId, levels, options.fromVersion) : [];
+    })();
+  }
+
+  async forkThread(input: ForkThreadInput): Promise<ForkThreadResult> {
+    const tx = this.#db.transaction((): ForkThreadResult => {
+      const source = this.#thread(input.tenantId, input.sourceThreadId);
+      if (!source || source.status !== "active") return { kind: "thread_not_found" };
+      const row = this.#sql("SELECT * FROM checkpoints WHERE tenant_id = ? AND checkpoint_id = ?").get(
+        input.tenantId,
+        input.fromCheckpointId,
+      ) as Row | undefined;
+      const fork = row ? toCheckpoint(row) : undefined;
+      const levels = readLineage(this.#statement, input.tenantId, input.sourceThreadId)!;
+      const owner = fork ? this.#levelHolding(levels, fork) : undefined;
+      if (!fork || !owner) return { kind: "checkpoint_not_found" };
+      // The branch hangs off the checkpoint's own thread: its lineage is that thread's, up to the fork version.
+      const { base_position: ownerBase } = this.#sql(
+        "SELECT base_position FROM threads WHERE tenant_id = ? AND thread_id = ?",
+      ).get(input.tenantId, owner.threadId) as { base_position: number };
+      const basePosition = prefixLength(this.#statement, input.tenantId, owner.threadId, ownerBase, fork.stateVersion);
+      const stateVersion = fork.stateVersion + 1;
+      // The fork point is a fact: the client's metadata cannot overwrite it.
+      const metadata = {
+        ...input.metadata,
+        forked_from: { thread_id: input.sourceThreadId, checkpoint_id: fork.checkpointId },
+      };
+      this.#sql(
+        `INSERT INTO threads (tenant_id, thread_id, status, state_version, head_checkpoint_id, active_run_id, title,
+           metadata, next_position, stats, created_at, updated_at, parent_thread_id, fork_checkpoint_id,
+           fork_state_version, base_position)
+         VALUES (?, ?, 'active', ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(
+        input.tenantId,
+        input.threadId,
+        stateVersion,
+        input.checkpointId,
+        JSON.stringify(metadata),
+        basePosition,
+        JSON.stringify(emptyStats()),
+        input.now,
+        input.now,
+        owner.threadId,
+        fork.checkpointId,
+        fork.stateVersion,
+        basePosition,
+      );
+      const checkpoint: CheckpointRecord = {
+        tenantId: input.tenantId,
+        checkpointId: input.checkpointId,
+        threadId: input.threadId,
+        parentCheckpointId: fork.checkpointId,
+        stateVersion,
+        kind: "fork_created",
+        runId: null,
+        messageId: null,
+        completedStepId: null,
+        pendingStep: null,
+        resumePolicy: null,
+        cancelledGeneration: null,
+        createdAt: input.now,
+      };
+      this.#insertCheckpoint(checkpoint);
+      return { kind: "forked", thread: this.#thread(input.tenantId, input.threadId)!, checkpoint };
+    });
+    return tx.immediate();
+  }
+
+  /** The lineage level whose visible checkpoints include `checkpoint`, if any. */
+  #levelHolding(levels: readonly LineageLevel[], checkpoint: CheckpointRecord): LineageLevel | undefined {
+    return levels.find((level) => level.threadId === checkpoint.threadId && checkpoint.stateVersion <= level.maxVersion);
   }
 
   async createRun(input: CreateRunInput): Promise<CreateRunResult> {
@@ -606,11 +690,13 @@ class SqliteStore implements Store {
     const tx = this.#db.transaction((): DeleteMessageResult => {
       const thread = this.#thread(input.tenantId, input.threadId);
       if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
-      const message = this.#message(input.tenantId, input.messageId);
-      if (!message || message.threadId !== input.threadId || message.publicationStatus === "deleted") {
-        return { kind: "message_not_found" };
-      }
+      const stored = this.#message(input.tenantId, input.messageId);
+      const levels = readLineage(this.#statement, input.tenantId, input.threadId)!;
+      // A branch may delete a fragment it shares: the checkpoint records it for this lineage only.
+      const message = stored ? messageInLineage(this.#statement, input.tenantId, levels, stored) : undefined;
+      if (!message || message.publicationStatus === "deleted") return { kind: "message_not_found" };
       if (message.publicationStatus !== "fragment") return { kind: "not_deletable", message };
+      const isInherited = message.threadId !== input.threadId;
       const advanced = this.#advanceThread(
         thread,
         {
@@ -626,6 +712,7 @@ class SqliteStore implements Store {
         },
         {},
       );
+      if (isInherited) return { kind: "deleted", message: { ...message, publicationStatus: "deleted" }, checkpoint: advanced.checkpoint, thread: advanced.thread };
       // Append-only: the row keeps the version and checkpoint that saved it; the new checkpoint records the delete.
       const result = this.#sql(
         `UPDATE messages SET publication_status = 'deleted'
@@ -911,7 +998,10 @@ class SqliteStore implements Store {
   }
 
   async listOperations(tenantId: string, threadId: string): Promise<OperationRecord[]> {
-    return this.#operationsOfThread(tenantId, threadId);
+    return this.#db.transaction(() => {
+      const levels = readLineage(this.#statement, tenantId, threadId);
+      return levels ? readLineageOperations(this.#statement, tenantId, levels) : [];
+    })();
   }
 
   async appendTrace(trace: TraceRecord): Promise<void> {
@@ -958,8 +1048,20 @@ class SqliteStore implements Store {
         messages: all("SELECT * FROM messages WHERE tenant_id = ? AND thread_id = ? ORDER BY position").map(toMessage),
         checkpoints: all("SELECT * FROM checkpoints WHERE tenant_id = ? AND thread_id = ? ORDER BY state_version").map(toCheckpoint),
         operations: this.#operationsOfThread(tenantId, threadId),
+        ...this.#inherited(tenantId, threadId),
       };
     })();
+  }
+
+  /** A branch's shared prefix, as `tidemark check` needs it; nothing for a root thread. */
+  #inherited(tenantId: string, threadId: string): Pick<ThreadSnapshot, "inheritedCheckpoints" | "inheritedMessages"> {
+    const levels = readLineage(this.#statement, tenantId, threadId);
+    if (!levels || levels.length < 2) return {};
+    const ancestors = levels.slice(0, -1);
+    return {
+      inheritedCheckpoints: readLineageCheckpoints(this.#statement, tenantId, ancestors),
+      inheritedMessages: readLineageMessages(this.#statement, tenantId, levels).filter((message) => message.threadId !== threadId),
+    };
   }
 
   async close(): Promise<void> {
