@@ -23,7 +23,7 @@ describe("bad input gets a clear JSON error, never a 5xx", () => {
     ["unknown field", { input: { role: "user", content: "x" }, surprise: true }, "invalid_request"],
     ["negative version", { input: { role: "user", content: "x" }, expected_state_version: -1 }, "invalid_request"],
     ["malformed run_id", { input: { role: "user", content: "x" }, run_id: "run_../../etc" }, "invalid_request"],
-    ["unsupported multitask", { input: { role: "user", content: "x" }, multitask: "enqueue" }, "invalid_request"],
+    ["unknown multitask", { input: { role: "user", content: "x" }, multitask: "parallel" }, "invalid_request"],
     ["array body", [1, 2, 3], "invalid_request"],
   ])("create run with %s → 400", async (_name, body, code) => {
     const response = await h.api(`/v1/threads/${threadId}/runs`, { method: "POST", json: body });

@@ -257,7 +257,15 @@ describe.each(MODEL_PATHS)("provider behaviour through %s", (_name, makeModel) =
       complete: false,
       now: Date.now(),
     });
-    await store.requestCancel({ tenantId: "local", runId: created.run.runId, reason: "user", checkpointId: createId("cp"), pendingStep: null, now: Date.now() });
+    // As the runtime records a Stop that caught the tool step in progress.
+    await store.requestCancel({
+      tenantId: "local",
+      runId: created.run.runId,
+      reason: "user",
+      checkpointId: createId("cp"),
+      pendingStep: { stepId: "model-1/call_orphan", kind: "tool", inputHash: "h" },
+      now: Date.now(),
+    });
     await store.finishRun({ tenantId: "local", runId: created.run.runId, to: "cancelled", from: ["cancel_requested"], stats: {}, now: Date.now() });
 
     provider.setScenario({ chunks: 3, intervalMs: 0 });

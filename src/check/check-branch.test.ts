@@ -70,6 +70,7 @@ function run(runId: string, base: string, inputMessageId: string, version: numbe
     stats: emptyStats(),
     leaseOwner: null,
     leaseExpiresAt: null,
+    isWaiting: false,
     createdAt: version,
     startedAt: version,
     endedAt: version,

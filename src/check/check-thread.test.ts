@@ -92,6 +92,7 @@ function run(runId: string, status: RunStatus, baseCheckpointId: string, inputMe
     stats: emptyStats(),
     leaseOwner: null,
     leaseExpiresAt: null,
+    isWaiting: false,
     createdAt: 0,
     startedAt: null,
     endedAt: null,

@@ -206,6 +206,8 @@ export interface RunRecord {
   stats: UsageStats;
   leaseOwner: string | null;
   leaseExpiresAt: number | null;
+  /** Enqueued on a busy thread: its input is accepted only when the run before it ends. */
+  isWaiting: boolean;
   createdAt: number;
   startedAt: number | null;
   endedAt: number | null;

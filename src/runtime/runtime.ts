@@ -68,8 +68,11 @@ export interface StartRunRequest {
   expectedStateVersion?: number;
   onDisconnect?: "continue" | "cancel";
   recoveryPolicy?: RecoveryPolicy;
-  /** On a busy thread: `reject` (default) or `interrupt` (cancel the active run, wait until it is terminal, then start). */
-  multitask?: "reject" | "interrupt";
+  /**
+   * On a busy thread: `reject` (default), `interrupt` (cancel the active run, wait until it is
+   * terminal, then start) or `enqueue` (start when the runs before it have ended, in order).
+   */
+  multitask?: "reject" | "interrupt" | "enqueue";
   /** Continue from this checkpoint; it must be the thread's head. */
   resumeFromCheckpointId?: string;
 }
@@ -235,9 +238,14 @@ export class Runtime {
       onDisconnect: request.onDisconnect ?? "continue",
       recoveryPolicy: request.recoveryPolicy ?? this.#recoveryPolicy,
       expectedStateVersion: request.expectedStateVersion ?? null,
+      enqueue: request.multitask === "enqueue",
       now: this.#clock.now(),
     });
     switch (result.kind) {
+      case "enqueued":
+        this.#trace(result.run, "run_enqueued", { idempotency_key: result.run.idempotencyKey, behind: result.thread.activeRunId });
+        this.hub.ensure(result.run.tenantId, result.run.runId, result.run.attempt);
+        return { run: result.run, isNew: true };
       case "existing":
         return { run: result.run, isNew: false };
       case "key_reused":
@@ -346,6 +354,7 @@ export class Runtime {
       // It never started: nothing to wait for.
       emitTerminal({ emit }, run, 0);
       this.#observer.onCancelCompleted?.(run, this.#clock.now() - acceptedAt);
+      if (!execution) await this.#admitNext(tenantId, run.threadId);
     }
     this.#trace(run, "cancel_accepted", { reason, accepted_at: acceptedAt, accepted_state_version: thread.stateVersion });
     return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId };
@@ -404,6 +413,7 @@ export class Runtime {
         });
         if (recoveredRun) recovered++;
       }
+      for (const { tenantId, threadId } of await this.store.listThreadsWithWaitingRuns()) await this.#admitNext(tenantId, threadId);
       return recovered;
     } finally {
       this.#isRecovering = false;
@@ -505,6 +515,15 @@ export class Runtime {
     });
   }
 
+  /** Starts the oldest run waiting on a thread once the thread is free (multitask `enqueue`). */
+  async #admitNext(tenantId: string, threadId: string): Promise<void> {
+    const run = await this.store.admitNextRun(tenantId, threadId, createId("cp"), this.#clock.now());
+    if (!run) return;
+    this.#trace(run, "run_admitted", { base_checkpoint_id: run.baseCheckpointId });
+    if (run.onDisconnect === "cancel") this.#disconnectWatch.watch(run.tenantId, run.runId);
+    this.#launch(run);
+  }
+
   /** Claims a queued run for this process and executes it in the background. */
   #launch(run: RunRecord): void {
     const key = runKey(run.tenantId, run.runId);
@@ -556,6 +575,7 @@ export class Runtime {
         this.#active.delete(key);
         this.#disconnectWatch.forget(run.tenantId, run.runId);
         scope.dispose();
+        if (!this.#isClosed) runInBackground(this.#logger, "admit next run", () => this.#admitNext(run.tenantId, run.threadId));
       }
     })();
     this.#executions.add(task);

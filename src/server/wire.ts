@@ -136,7 +136,8 @@ export function historyMarkers(
 ) {
   return [
     ...checkpoints
-      .filter((checkpoint) => checkpoint.kind === "cancel_accepted")
+      // A cancel that caught no step in progress (a run that never started) interrupted nothing.
+      .filter((checkpoint) => checkpoint.kind === "cancel_accepted" && checkpoint.pendingStep !== null)
       .map((checkpoint) => ({
         type: "interrupted_response" as const,
         label: "previous response was interrupted",

@@ -82,6 +82,8 @@ export interface CreateRunInput {
   recoveryPolicy: RecoveryPolicy;
   /** Enforced when given: the thread must be at exactly this version. */
   expectedStateVersion: number | null;
+  /** On a busy thread, wait (in order) instead of answering run_in_progress. */
+  enqueue?: boolean;
   now: number;
 }
 
@@ -94,6 +96,8 @@ export type CreateRunResult =
   | { kind: "thread_not_found" }
   | { kind: "state_version_conflict"; thread: ThreadRecord }
   | { kind: "run_in_progress"; thread: ThreadRecord }
+  /** Enqueued behind the active run: `isWaiting`, its input not published yet. */
+  | { kind: "enqueued"; run: RunRecord; thread: ThreadRecord }
   /** An operation of the thread is `outcome_unknown`: it must be confirmed before any other run. */
   | { kind: "operation_unconfirmed"; thread: ThreadRecord; operations: OperationRecord[] };
 
@@ -308,6 +312,13 @@ export interface Store {
   findRunByIdempotencyKey(tenantId: string, key: string): Promise<RunRecord | undefined>;
   /** Runs of a thread that are not terminal. */
   listActiveRuns(tenantId: string, threadId: string): Promise<RunRecord[]>;
+  /**
+   * If the thread has no active run, accepts the input of its oldest waiting run (published
+   * with its checkpoint, a transition) and makes it the active run; undefined if none waits.
+   */
+  admitNextRun(tenantId: string, threadId: string, checkpointId: string, now: number): Promise<RunRecord | undefined>;
+  /** System-level: threads with a waiting run and no active run (their admission was lost with a process). */
+  listThreadsWithWaitingRuns(): Promise<{ tenantId: string; threadId: string }[]>;
   /** queued → running, taking the lease; undefined if the run was not queued. */
   claimRun(input: ClaimRunInput): Promise<RunRecord | undefined>;
   /** A status change that publishes nothing (e.g. running → cancelling, running → queued). */

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkStore, formatCheckReport } from "../../src/check/index.js";
 import type { RunEvent } from "../../src/core/index.js";
-import { createDemoModel, type ChatModel, type DemoModelOptions } from "../../src/runtime/index.js";
+import { createDemoModel, type ChatModel, type DemoModelOptions, type Logger } from "../../src/runtime/index.js";
 import { startTidemark, type Tidemark, type TidemarkOptions } from "../../src/start-tidemark.js";
 import { readSseEvents } from "../../src/stream/index.js";
 
@@ -29,9 +29,17 @@ export async function startHarness(
 ): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), "tidemark-test-"));
   const dbPath = join(dir, "tidemark.db");
+  // Background work reports failures through the logger: a test whose server logged one fails.
+  const backgroundErrors: string[] = [];
+  const logger: Logger = {
+    info: () => {},
+    warn: () => {},
+    error: (data, message) => backgroundErrors.push(`${message}: ${JSON.stringify(data).slice(0, 500)}`),
+  };
   const tidemark = await startTidemark({
     dbPath,
     port: 0,
+    logger,
     model: options.model ?? createDemoModel({ wordsPerSecond: 200, wordCount: 40, ...options.demo }),
     ...options,
   });
@@ -110,6 +118,7 @@ export async function startHarness(
     async close() {
       await tidemark.close();
       rmSync(dir, { recursive: true, force: true });
+      if (backgroundErrors.length > 0) throw new Error(`the server logged errors:\n${backgroundErrors.join("\n")}`);
     },
   };
 }

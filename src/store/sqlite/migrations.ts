@@ -168,6 +168,15 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX checkpoints_deleting ON checkpoints (tenant_id, message_id) WHERE kind = 'message_deleted';
     `,
   },
+  {
+    version: 5,
+    name: "enqueued runs",
+    sql: `
+      -- A run enqueued on a busy thread waits, its input not yet accepted, until the active run ends.
+      ALTER TABLE runs ADD COLUMN is_waiting INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX runs_waiting ON runs (tenant_id, thread_id, created_at) WHERE is_waiting = 1;
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

@@ -113,6 +113,7 @@ export function toRun(row: Row): RunRecord {
     stats: parseStats(row.stats),
     leaseOwner: strOrNull(row.lease_owner),
     leaseExpiresAt: numOrNull(row.lease_expires_at),
+    isWaiting: Number(row.is_waiting ?? 0) === 1,
     createdAt: num(row.created_at),
     startedAt: numOrNull(row.started_at),
     endedAt: numOrNull(row.ended_at),

@@ -393,75 +393,128 @@ class SqliteStore implements Store {
       // An external action whose outcome nobody knows must be confirmed before anything builds on it (DESIGN §6).
       const unconfirmed = this.#operationsOfThread(input.tenantId, input.threadId, "outcome_unknown");
       if (unconfirmed.length > 0) return { kind: "operation_unconfirmed", thread, operations: unconfirmed };
-      if (thread.activeRunId !== null) return { kind: "run_in_progress", thread };
-
-      const position = this.#nextPosition(thread);
-      const advanced = this.#advanceThread(
-        thread,
-        {
-          checkpointId: input.checkpointId,
-          kind: "input_accepted",
-          runId: input.runId,
-          messageId: input.inputMessageId,
-          completedStepId: null,
-          pendingStep: null,
-          resumePolicy: null,
-          cancelledGeneration: null,
-          createdAt: input.now,
-        },
-        { stats: { messageCount: 1 }, activeRunId: input.runId, positions: 1 },
-      );
-      const message: MessageRecord = {
-        tenantId: input.tenantId,
-        messageId: input.inputMessageId,
-        threadId: input.threadId,
-        position,
-        role: "user",
-        content: input.input.content,
+      if (thread.activeRunId !== null) {
+        if (!input.enqueue) return { kind: "run_in_progress", thread };
+        // It waits, its input not yet accepted: nothing of the thread changes until it is admitted.
+        this.#insertRun(input, thread.headCheckpointId, thread.stateVersion, { messageCount: 0 }, true);
+        return { kind: "enqueued", run: this.#run(input.tenantId, input.runId)!, thread };
+      }
+      const { thread: advanced, message, checkpoint } = this.#acceptInput(thread, {
         runId: input.runId,
-        stateVersion: advanced.thread.stateVersion,
+        messageId: input.inputMessageId,
         checkpointId: input.checkpointId,
-        publicationStatus: "published",
-        toolCalls: null,
-        toolCallId: null,
-        toolName: null,
-        createdAt: input.now,
-      };
-      this.#insertMessage(message);
-      const runStats = addStats(emptyStats(), { messageCount: 1 });
-      this.#sql(
-        `INSERT INTO runs (tenant_id, run_id, thread_id, status, attempt, base_checkpoint_id, input, input_message_id,
-           idempotency_key, request_hash, model, on_disconnect, recovery_policy, state_version, stats,
-           transition_count, created_at)
-         VALUES (?, ?, ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`,
-      ).run(
-        input.tenantId,
-        input.runId,
-        input.threadId,
-        thread.headCheckpointId,
-        JSON.stringify(input.input),
-        input.inputMessageId,
-        input.idempotencyKey,
-        input.requestHash,
-        input.model,
-        input.onDisconnect,
-        input.recoveryPolicy,
-        advanced.thread.stateVersion,
-        JSON.stringify(runStats),
-        input.now,
-      );
-      this.#sql(
-        "INSERT INTO run_transitions (tenant_id, run_id, ordinal, from_status, to_status, at) VALUES (?, ?, 1, NULL, 'queued', ?)",
-      ).run(input.tenantId, input.runId, input.now);
-      return {
-        kind: "created",
-        run: this.#run(input.tenantId, input.runId)!,
-        thread: advanced.thread,
-        message,
-        checkpoint: advanced.checkpoint,
-      };
+        content: input.input.content,
+        now: input.now,
+      });
+      this.#insertRun(input, thread.headCheckpointId, advanced.stateVersion, { messageCount: 1 }, false);
+      return { kind: "created", run: this.#run(input.tenantId, input.runId)!, thread: advanced, message, checkpoint };
     });
     return tx();
+  }
+
+  /** Publishes a run's input with its `input_accepted` checkpoint and makes the run the active one. */
+  #acceptInput(
+    thread: ThreadRecord,
+    input: { runId: string; messageId: string; checkpointId: string; content: string; now: number },
+  ): { thread: ThreadRecord; message: MessageRecord; checkpoint: CheckpointRecord } {
+    const position = this.#nextPosition(thread);
+    const advanced = this.#advanceThread(
+      thread,
+      {
+        checkpointId: input.checkpointId,
+        kind: "input_accepted",
+        runId: input.runId,
+        messageId: input.messageId,
+        completedStepId: null,
+        pendingStep: null,
+        resumePolicy: null,
+        cancelledGeneration: null,
+        createdAt: input.now,
+      },
+      { stats: { messageCount: 1 }, activeRunId: input.runId, positions: 1 },
+    );
+    const message: MessageRecord = {
+      tenantId: thread.tenantId,
+      messageId: input.messageId,
+      threadId: thread.threadId,
+      position,
+      role: "user",
+      content: input.content,
+      runId: input.runId,
+      stateVersion: advanced.thread.stateVersion,
+      checkpointId: input.checkpointId,
+      publicationStatus: "published",
+      toolCalls: null,
+      toolCallId: null,
+      toolName: null,
+      createdAt: input.now,
+    };
+    this.#insertMessage(message);
+    return { thread: advanced.thread, message, checkpoint: advanced.checkpoint };
+  }
+
+  #insertRun(input: CreateRunInput, baseCheckpointId: string, stateVersion: number, stats: Partial<UsageStats>, isWaiting: boolean): void {
+    this.#sql(
+      `INSERT INTO runs (tenant_id, run_id, thread_id, status, attempt, base_checkpoint_id, input, input_message_id,
+         idempotency_key, request_hash, model, on_disconnect, recovery_policy, state_version, stats,
+         transition_count, is_waiting, created_at)
+       VALUES (?, ?, ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+    ).run(
+      input.tenantId,
+      input.runId,
+      input.threadId,
+      baseCheckpointId,
+      JSON.stringify(input.input),
+      input.inputMessageId,
+      input.idempotencyKey,
+      input.requestHash,
+      input.model,
+      input.onDisconnect,
+      input.recoveryPolicy,
+      stateVersion,
+      JSON.stringify(addStats(emptyStats(), stats)),
+      isWaiting ? 1 : 0,
+      input.now,
+    );
+    this.#sql(
+      "INSERT INTO run_transitions (tenant_id, run_id, ordinal, from_status, to_status, at) VALUES (?, ?, 1, NULL, 'queued', ?)",
+    ).run(input.tenantId, input.runId, input.now);
+  }
+
+  async admitNextRun(tenantId: string, threadId: string, checkpointId: string, now: number): Promise<RunRecord | undefined> {
+    const tx = this.#db.transaction(() => {
+      const thread = this.#thread(tenantId, threadId);
+      if (!thread || thread.status !== "active" || thread.activeRunId !== null) return undefined;
+      const row = this.#sql(
+        `SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? AND is_waiting = 1 AND status = 'queued'
+         ORDER BY created_at, run_id LIMIT 1`,
+      ).get(tenantId, threadId) as Row | undefined;
+      if (!row) return undefined;
+      const run = toRun(row);
+      const { thread: advanced } = this.#acceptInput(thread, {
+        runId: run.runId,
+        messageId: run.inputMessageId,
+        checkpointId,
+        content: run.input.content,
+        now,
+      });
+      return this.#updateRun(run, {
+        is_waiting: 0,
+        base_checkpoint_id: thread.headCheckpointId,
+        state_version: advanced.stateVersion,
+        stats: JSON.stringify(addStats(run.stats, { messageCount: 1 })),
+      });
+    }).immediate;
+    return tx();
+  }
+
+  async listThreadsWithWaitingRuns(): Promise<{ tenantId: string; threadId: string }[]> {
+    const rows = this.#sql(
+      `SELECT DISTINCT r.tenant_id, r.thread_id FROM runs r
+         JOIN threads t ON t.tenant_id = r.tenant_id AND t.thread_id = r.thread_id
+       WHERE r.is_waiting = 1 AND r.status = 'queued' AND t.active_run_id IS NULL AND t.status = 'active'`,
+    ).all() as Row[];
+    return rows.map((row) => ({ tenantId: row.tenant_id as string, threadId: row.thread_id as string }));
   }
 
   #findByKey(tenantId: string, key: string): RunRecord | undefined {
@@ -610,9 +663,11 @@ class SqliteStore implements Store {
           cancelledGeneration: null,
           createdAt: input.now,
         },
-        neverStarted ? { activeRunId: null } : {},
+        // A waiting (enqueued) run is not the active one: the active run is left alone.
+        neverStarted && thread.activeRunId === run.runId ? { activeRunId: null } : {},
       );
       const columns = {
+        is_waiting: 0,
         cancel_requested_at: input.now,
         cancel_reason: input.reason,
         cancel_state_version: advanced.thread.stateVersion,
@@ -782,7 +837,7 @@ class SqliteStore implements Store {
     const rows = this.#sql(
       `SELECT * FROM runs WHERE status NOT IN ('completed', 'failed', 'cancelled')
          AND ((lease_expires_at IS NOT NULL AND lease_expires_at < ?)
-           OR (status = 'queued' AND lease_owner IS NULL AND created_at < ?))
+           OR (status = 'queued' AND is_waiting = 0 AND lease_owner IS NULL AND created_at < ?))
        ORDER BY created_at`,
     ).all(now, orphanedBefore) as Row[];
     return rows.map(toRun);
