@@ -77,6 +77,53 @@ describe("continuing after a Stop", () => {
     ]);
   });
 
+  it("continues from the saved point without a new message: the stopped step runs again", async () => {
+    const { threadId, cancel } = await stopMidStream("Tell me a long story about tides");
+    const before = recorder.requests.length;
+    const resumed = await h.api(`/v1/threads/${threadId}/runs`, {
+      method: "POST",
+      json: { resume_from_checkpoint_id: cancel.resume_checkpoint_id, expected_state_version: cancel.accepted_state_version },
+    });
+    expect(resumed.status).toBe(201);
+    expect(resumed.body).toMatchObject({ input_message_id: null, base_checkpoint_id: cancel.resume_checkpoint_id });
+    expect((await h.events(resumed.body.run_id)).at(-1)!.type).toBe("run.completed");
+    // The model answers the same message again, told that its first answer was stopped.
+    const request = recorder.requests[before]!;
+    expect(request.messages).toEqual([
+      { role: "system", content: STOPPED_RESPONSE_NOTE },
+      { role: "user", content: "Tell me a long story about tides" },
+    ]);
+    const history = (await h.api(`/v1/threads/${threadId}/history`)).body;
+    expect(history.messages.map((message: any) => message.role)).toEqual(["user", "assistant"]);
+    const checkpoints = (await h.api(`/v1/threads/${threadId}/checkpoints`)).body.checkpoints;
+    expect(checkpoints.map((checkpoint: any) => checkpoint.kind)).toEqual([
+      "thread_created",
+      "input_accepted",
+      "cancel_accepted",
+      "resume_accepted",
+      "message_published",
+    ]);
+    expect(checkpoints[3].pending_step).toMatchObject({ kind: "model" });
+    // Without resume_from_checkpoint_id, input stays required.
+    const missing = await h.api(`/v1/threads/${threadId}/runs`, { method: "POST", json: {} });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toBe("invalid_request");
+  });
+
+  it("race 3 with Continue: two tabs continue one checkpoint; one proceeds, the other is told to reload or branch", async () => {
+    const { threadId, cancel } = await stopMidStream();
+    const resume = () =>
+      h.api(`/v1/threads/${threadId}/runs`, {
+        method: "POST",
+        json: { resume_from_checkpoint_id: cancel.resume_checkpoint_id, expected_state_version: cancel.accepted_state_version },
+      });
+    const [a, b] = await Promise.all([resume(), resume()]);
+    expect([a.status, b.status].sort()).toEqual([201, 409]);
+    const loser = a.status === 409 ? a : b;
+    expect(loser.body.allowed_actions).toEqual(["reload", `fork_from_${cancel.resume_checkpoint_id}`]);
+    await h.events((a.status === 201 ? a : b).body.run_id);
+  });
+
   it("race 3: two tabs resume one checkpoint at once; exactly one proceeds, the other gets the conflict", async () => {
     const { threadId, cancel } = await stopMidStream();
     const resume = (content: string) =>
@@ -140,6 +187,9 @@ describe("continuing after a Stop", () => {
     const run = await h.startRun(threadId, "Please email erin@example.com the report");
     await h.events(run.run_id, { until: (event) => event.type === "run.interrupted" });
     const cancel = (await h.api(`/v1/runs/${run.run_id}/cancel?wait=5000`, { method: "POST" })).body;
+    const checkpoints = (await h.api(`/v1/threads/${threadId}/checkpoints`)).body.checkpoints;
+    // A Stop in a tool step records that results already in are reused, never redone.
+    expect(checkpoints.at(-1)).toMatchObject({ kind: "cancel_accepted", resume_policy: "reuse_tool_result", pending_step: { kind: "tool" } });
     const before = recorder.requests.length;
     const resumed = await h.api(`/v1/threads/${threadId}/runs`, {
       method: "POST",

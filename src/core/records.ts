@@ -120,6 +120,7 @@ export type CheckpointKind =
   | "cancel_accepted"
   | "operation_prepared"
   | "operation_confirmed"
+  | "resume_accepted"
   /** The client saved what it saw of a stopped answer (DESIGN §9). */
   | "fragment_saved"
   /** A fragment was deleted (the row stays, marked deleted). */
@@ -183,8 +184,9 @@ export interface RunRecord {
   attempt: number;
   /** The checkpoint the run continues from (its input's checkpoint is a child of it). */
   baseCheckpointId: string;
-  input: RunInput;
-  inputMessageId: string;
+  /** The user's new message; null for a run that continues from a Stop without one. */
+  input: RunInput | null;
+  inputMessageId: string | null;
   idempotencyKey: string | null;
   /** Hash of the create request, so a reused key with another body is refused. */
   requestHash: string;

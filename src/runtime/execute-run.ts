@@ -203,7 +203,7 @@ async function noteStoppedResponse(execution: RunExecution, context: ModelMessag
     base = checkpoints.get(base.parentCheckpointId);
   }
   // Only a cancel that caught a step in progress interrupted a response (not one of a run that never started).
-  if (base?.kind !== "cancel_accepted" || base.resumePolicy !== "regenerate_pending_step" || base.pendingStep === null) return;
+  if (base?.kind !== "cancel_accepted" || base.pendingStep === null) return;
   const inputAt = context.findLastIndex((message) => message.role === "user");
   // The discarded text itself is never glued on: it was never kept.
   context.splice(inputAt < 0 ? context.length : inputAt, 0, { role: "system", content: STOPPED_RESPONSE_NOTE });

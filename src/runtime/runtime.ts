@@ -62,7 +62,8 @@ export interface RuntimeOptions {
 export interface StartRunRequest {
   tenantId: string;
   threadId: string;
-  input: RunInput;
+  /** The user's new message; omit it only with `resumeFromCheckpointId` (continue: the stopped step runs again). */
+  input?: RunInput;
   runId?: string;
   idempotencyKey?: string;
   expectedStateVersion?: number;
@@ -168,6 +169,9 @@ export class Runtime {
   /** Starts a run (or returns the earlier one for a repeated run_id / Idempotency-Key). */
   async startRun(request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
     if (this.#isClosed) throw new TidemarkError("shutting_down", "The server is shutting down.");
+    if (request.input === undefined && request.resumeFromCheckpointId === undefined) {
+      throw new TidemarkError("invalid_request", "input is required, unless the run continues from resume_from_checkpoint_id.");
+    }
     // A resume builds on exactly its checkpoint's version: the store's compare-and-set then
     // decides between two tabs, even if a client left expected_state_version out.
     const resumeVersion = request.resumeFromCheckpointId === undefined ? undefined : await this.#checkResumePoint(request);
@@ -224,12 +228,12 @@ export class Runtime {
 
   async #createRun(request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
     const runId = request.runId ?? createId("run");
-    const requestHash = hashJson({ thread_id: request.threadId, input: request.input });
+    const requestHash = hashJson({ thread_id: request.threadId, input: request.input ?? null, resume: request.resumeFromCheckpointId ?? null });
     const result = await this.store.createRun({
       tenantId: request.tenantId,
       runId,
       threadId: request.threadId,
-      input: request.input,
+      input: request.input ?? null,
       inputMessageId: createId("msg"),
       checkpointId: createId("cp"),
       idempotencyKey: request.idempotencyKey ?? null,
@@ -274,7 +278,7 @@ export class Runtime {
     }
     const { run, thread } = result;
     this.#trace(run, "run_created", { idempotency_key: run.idempotencyKey, request_hash: requestHash, base_checkpoint_id: run.baseCheckpointId });
-    if (thread.title === null) this.#saveTitle(thread, request.input.content);
+    if (thread.title === null && request.input) this.#saveTitle(thread, request.input.content);
     const pendingReason = this.#pendingCancels.take(run.tenantId, run.runId, this.#clock.now());
     if (pendingReason !== undefined) {
       await this.cancelRun(run.tenantId, run.runId, pendingReason);

@@ -52,7 +52,7 @@ export const RunSchema = z
     attempt: z.number().int(),
     model: z.string(),
     base_checkpoint_id: z.string(),
-    input_message_id: z.string(),
+    input_message_id: z.string().nullable(),
     cancel_requested_at: z.string().nullable(),
     cancel_reason: z.string().nullable(),
     resume_checkpoint_id: z.string().nullable(),
@@ -111,10 +111,13 @@ export const CreateThreadBody = z
 
 export const CreateRunBody = z
   .strictObject({
-    input: z.strictObject({
-      role: z.literal("user"),
-      content: z.string().min(1).max(100_000),
-    }),
+    input: z
+      .strictObject({
+        role: z.literal("user"),
+        content: z.string().min(1).max(100_000),
+      })
+      .optional()
+      .openapi({ description: "The user's message. Omit it only with resume_from_checkpoint_id: the stopped step then runs again." }),
     run_id: z.string().max(100).optional().openapi({ description: "Name the run yourself (a `run_…` id); a repeat returns the same run." }),
     expected_state_version: z.number().int().min(0).optional(),
     on_disconnect: z.enum(["continue", "cancel"]).optional(),

@@ -71,7 +71,8 @@ export interface CreateRunInput {
   tenantId: string;
   runId: string;
   threadId: string;
-  input: RunInput;
+  /** Null to continue from a Stop without a new message (the pending step runs again). */
+  input: RunInput | null;
   inputMessageId: string;
   /** The checkpoint that accepts the input. */
   checkpointId: string;
@@ -88,7 +89,8 @@ export interface CreateRunInput {
 }
 
 export type CreateRunResult =
-  | { kind: "created"; run: RunRecord; thread: ThreadRecord; message: MessageRecord; checkpoint: CheckpointRecord }
+  /** `message` is the accepted input (null when a run continues from a Stop without one). */
+  | { kind: "created"; run: RunRecord; thread: ThreadRecord; message: MessageRecord | null; checkpoint: CheckpointRecord }
   /** The same run_id / Idempotency-Key with the same request: the earlier run. */
   | { kind: "existing"; run: RunRecord }
   /** The same run_id / Idempotency-Key with a different request. */

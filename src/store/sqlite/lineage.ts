@@ -124,16 +124,18 @@ export function readLineageCheckpoints(
  * prefix (the model context of a branch needs the outcome of a tool call it inherited).
  */
 export function readLineageOperations(sql: Sql, tenantId: string, levels: readonly LineageLevel[]): OperationRecord[] {
+  // A run belongs to the shared prefix if it was accepted at or before the fork version: its base
+  // checkpoint (the head it built on) is older than that. Every run has one, with input or not.
   const inherited = sql(
     `SELECT o.* FROM operations o
        JOIN runs r ON r.tenant_id = o.tenant_id AND r.run_id = o.run_id
-       JOIN messages m ON m.tenant_id = r.tenant_id AND m.message_id = r.input_message_id
-     WHERE o.tenant_id = ? AND o.thread_id = ? AND m.position < ?
+       JOIN checkpoints c ON c.tenant_id = r.tenant_id AND c.checkpoint_id = r.base_checkpoint_id
+     WHERE o.tenant_id = ? AND o.thread_id = ? AND c.state_version < ?
      ORDER BY o.created_at, o.op_id`,
   );
   const own = sql("SELECT * FROM operations WHERE tenant_id = ? AND thread_id = ? ORDER BY created_at, op_id");
   return levels.flatMap((level, index) => {
-    const rows = index === levels.length - 1 ? own.all(tenantId, level.threadId) : inherited.all(tenantId, level.threadId, level.positionBelow);
+    const rows = index === levels.length - 1 ? own.all(tenantId, level.threadId) : inherited.all(tenantId, level.threadId, level.maxVersion);
     return (rows as Row[]).map(toOperation);
   });
 }

@@ -95,7 +95,7 @@ export function toRun(row: Row): RunRecord {
     attempt: num(row.attempt),
     baseCheckpointId: str(row.base_checkpoint_id),
     input: json(row.input),
-    inputMessageId: str(row.input_message_id),
+    inputMessageId: row.input_message_id === "" ? null : str(row.input_message_id),
     idempotencyKey: strOrNull(row.idempotency_key),
     requestHash: str(row.request_hash),
     model: str(row.model),

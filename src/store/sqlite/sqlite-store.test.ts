@@ -645,7 +645,7 @@ describe("tenant scoping", () => {
     expect((await store.findRunByIdempotencyKey(OTHER_TENANT, "same-key"))?.requestHash).toBe("hash-other");
     expect((await store.getThread(TENANT, threadId))?.stateVersion).toBe(3);
     expect((await store.getThread(OTHER_TENANT, threadId))?.stateVersion).toBe(2);
-    expect((await store.listMessages(OTHER_TENANT, threadId)).map((message) => message.messageId)).toEqual([theirs.message.messageId]);
+    expect((await store.listMessages(OTHER_TENANT, threadId)).map((message) => message.messageId)).toEqual([theirs.message!.messageId]);
   });
 });
 

@@ -394,10 +394,35 @@ class SqliteStore implements Store {
       const unconfirmed = this.#operationsOfThread(input.tenantId, input.threadId, "outcome_unknown");
       if (unconfirmed.length > 0) return { kind: "operation_unconfirmed", thread, operations: unconfirmed };
       if (thread.activeRunId !== null) {
-        if (!input.enqueue) return { kind: "run_in_progress", thread };
+        if (!input.enqueue || input.input === null) return { kind: "run_in_progress", thread };
         // It waits, its input not yet accepted: nothing of the thread changes until it is admitted.
         this.#insertRun(input, thread.headCheckpointId, thread.stateVersion, { messageCount: 0 }, true);
         return { kind: "enqueued", run: this.#run(input.tenantId, input.runId)!, thread };
+      }
+      if (input.input === null) {
+        // Continue from a Stop without a new message: accepting the run is still a transition, and
+        // its checkpoint names the step that runs again.
+        const head = this.#sql("SELECT * FROM checkpoints WHERE tenant_id = ? AND checkpoint_id = ?").get(
+          input.tenantId,
+          thread.headCheckpointId,
+        ) as Row | undefined;
+        const resumed = this.#advanceThread(
+          thread,
+          {
+            checkpointId: input.checkpointId,
+            kind: "resume_accepted",
+            runId: input.runId,
+            messageId: null,
+            completedStepId: null,
+            pendingStep: head ? toCheckpoint(head).pendingStep : null,
+            resumePolicy: "regenerate_pending_step",
+            cancelledGeneration: null,
+            createdAt: input.now,
+          },
+          { activeRunId: input.runId },
+        );
+        this.#insertRun({ ...input, inputMessageId: "" }, thread.headCheckpointId, resumed.thread.stateVersion, {}, false);
+        return { kind: "created", run: this.#run(input.tenantId, input.runId)!, thread: resumed.thread, message: null, checkpoint: resumed.checkpoint };
       }
       const { thread: advanced, message, checkpoint } = this.#acceptInput(thread, {
         runId: input.runId,
@@ -491,6 +516,7 @@ class SqliteStore implements Store {
       ).get(tenantId, threadId) as Row | undefined;
       if (!row) return undefined;
       const run = toRun(row);
+      if (run.input === null || run.inputMessageId === null) return undefined;
       const { thread: advanced } = this.#acceptInput(thread, {
         runId: run.runId,
         messageId: run.inputMessageId,
@@ -659,7 +685,8 @@ class SqliteStore implements Store {
           messageId: null,
           completedStepId: null,
           pendingStep: input.pendingStep,
-          resumePolicy: "regenerate_pending_step",
+          // A Stop in a tool step keeps the results already in; one in a model step regenerates it.
+          resumePolicy: input.pendingStep?.kind === "tool" ? "reuse_tool_result" : "regenerate_pending_step",
           cancelledGeneration: null,
           createdAt: input.now,
         },
