@@ -9,6 +9,7 @@ import { createOpenAICompatibleModel, fromAISDKModel, withRetries } from "../src
 import { CANCELLED_BEFORE_EXECUTION, type ChatModel } from "../src/runtime/index.js";
 import { startTestProvider, type RecordedRequest, type TestProvider } from "../src/testing/index.js";
 import { deltaText, startHarness, type Harness } from "./support/harness.js";
+import { runningRunOn } from "./support/store-fixtures.js";
 
 const API_KEY = "sk-test-secret-key-123";
 
@@ -227,26 +228,10 @@ describe.each(MODEL_PATHS)("provider behaviour through %s", (_name, makeModel) =
   it("a tool call left without a result by a Stop gets an explicit result in the next request", async () => {
     const store = h.tidemark.store;
     const thread = await h.tidemark.runtime.createThread("local");
-    const created = await store.createRun({
-      tenantId: "local",
-      runId: createId("run"),
-      threadId: thread.threadId,
-      input: { role: "user", content: "email the quote" },
-      inputMessageId: createId("msg"),
-      checkpointId: createId("cp"),
-      idempotencyKey: null,
-      requestHash: "h",
-      model: "test",
-      onDisconnect: "continue",
-      recoveryPolicy: "fail",
-      expectedStateVersion: null,
-      now: Date.now(),
-    });
-    if (created.kind !== "created") throw new Error(created.kind);
-    await store.claimRun({ tenantId: "local", runId: created.run.runId, owner: "elsewhere", leaseExpiresAt: Date.now() + 60_000, now: Date.now() });
+    const running = await runningRunOn(store, thread.threadId, "email the quote");
     await store.publishMessage({
       tenantId: "local",
-      runId: created.run.runId,
+      runId: running.runId,
       messageId: createId("msg"),
       checkpointId: createId("cp"),
       role: "assistant",
@@ -260,13 +245,13 @@ describe.each(MODEL_PATHS)("provider behaviour through %s", (_name, makeModel) =
     // As the runtime records a Stop that caught the tool step in progress.
     await store.requestCancel({
       tenantId: "local",
-      runId: created.run.runId,
+      runId: running.runId,
       reason: "user",
       checkpointId: createId("cp"),
       pendingStep: { stepId: "model-1/call_orphan", kind: "tool", inputHash: "h" },
       now: Date.now(),
     });
-    await store.finishRun({ tenantId: "local", runId: created.run.runId, to: "cancelled", from: ["cancel_requested"], stats: {}, now: Date.now() });
+    await store.finishRun({ tenantId: "local", runId: running.runId, to: "cancelled", from: ["cancel_requested"], stats: {}, now: Date.now() });
 
     provider.setScenario({ chunks: 3, intervalMs: 0 });
     const before = provider.requests.length;

@@ -10,6 +10,7 @@ import { z } from "zod";
 import { createId, type RunEvent } from "../src/core/index.js";
 import { createDemoOutbox, createDemoTools, defineTool, type DemoOutbox } from "../src/tools/index.js";
 import { startHarness, type Harness } from "./support/harness.js";
+import { runningRunOn } from "./support/store-fixtures.js";
 
 const EMAIL = "Please email ada@example.com that the quote is ready";
 
@@ -186,28 +187,12 @@ describe("an operation whose outcome is unknown", () => {
     const store = h.tidemark.store;
     const thread = await h.tidemark.runtime.createThread("local");
     // What a crash between the hand-over and the recorded result leaves (as recovery marks it).
-    const created = await store.createRun({
-      tenantId: "local",
-      runId: createId("run"),
-      threadId: thread.threadId,
-      input: { role: "user", content: "pay invoice 7" },
-      inputMessageId: createId("msg"),
-      checkpointId: createId("cp"),
-      idempotencyKey: null,
-      requestHash: "h",
-      model: "demo",
-      onDisconnect: "continue",
-      recoveryPolicy: "fail",
-      expectedStateVersion: null,
-      now: Date.now(),
-    });
-    if (created.kind !== "created") throw new Error(created.kind);
-    await store.claimRun({ tenantId: "local", runId: created.run.runId, owner: "crashed", leaseExpiresAt: Date.now() + 60_000, now: Date.now() });
+    const running = await runningRunOn(store, thread.threadId, "pay invoice 7");
     const prepared = await store.prepareOperation({
       tenantId: "local",
       opId: createId("op"),
       threadId: thread.threadId,
-      runId: created.run.runId,
+      runId: running.runId,
       toolName: "pay_invoice",
       toolCallId: "call_1",
       idempotencyKey: "invoice:7:pay",
@@ -217,9 +202,9 @@ describe("an operation whose outcome is unknown", () => {
       now: Date.now(),
     });
     if (prepared.kind !== "prepared") throw new Error(prepared.kind);
-    await store.beginCommit({ tenantId: "local", opId: prepared.operation.opId, runId: created.run.runId, now: Date.now() });
-    await store.markOutcomesUnknown("local", created.run.runId, Date.now());
-    await store.finishRun({ tenantId: "local", runId: created.run.runId, to: "failed", from: ["running"], stats: {}, failureReason: "worker_lost", now: Date.now() });
+    await store.beginCommit({ tenantId: "local", opId: prepared.operation.opId, runId: running.runId, now: Date.now() });
+    await store.markOutcomesUnknown("local", running.runId, Date.now());
+    await store.finishRun({ tenantId: "local", runId: running.runId, to: "failed", from: ["running"], stats: {}, failureReason: "worker_lost", now: Date.now() });
 
     const refused = await h.api(`/v1/threads/${thread.threadId}/runs`, { method: "POST", json: { input: { role: "user", content: "hello?" } } });
     expect(refused.status).toBe(409);
