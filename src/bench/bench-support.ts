@@ -2,6 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
+import { createId, type RunRecord } from "../core/index.js";
+import type { Store } from "../store/index.js";
 
 /** Small helpers the benchmarks share: bounded waits, temp dirs, a free loopback port. */
 
@@ -54,4 +57,39 @@ export async function mapLimited<T, R>(items: readonly T[], limit: number, task:
 /** Resolves on the next turn of the event loop (after pending I/O callbacks). */
 export function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Reads a SQLite file's size through a separate read-only connection (the WAL is included). */
+export function openSizeInspector(path: string): { usedBytes(): number; payloadBytes(): number; close(): void } {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  const pageSize = db.pragma("page_size", { simple: true }) as number;
+  return {
+    usedBytes: () => ((db.pragma("page_count", { simple: true }) as number) - (db.pragma("freelist_count", { simple: true }) as number)) * pageSize,
+    payloadBytes: () => (db.prepare("SELECT SUM(payload) AS bytes FROM dbstat").get() as { bytes: number }).bytes,
+    close: () => db.close(),
+  };
+}
+
+/** A run accepted on `threadId` and claimed by the benchmark, ready to publish through the Store API. */
+export async function startClaimedRun(store: Store, tenantId: string, threadId: string, content: string): Promise<RunRecord> {
+  const now = Date.now();
+  const created = await store.createRun({
+    tenantId,
+    runId: createId("run"),
+    threadId,
+    input: { role: "user", content },
+    inputMessageId: createId("msg"),
+    checkpointId: createId("cp"),
+    idempotencyKey: null,
+    requestHash: "bench",
+    model: "bench",
+    onDisconnect: "continue",
+    recoveryPolicy: "fail",
+    expectedStateVersion: null,
+    now,
+  });
+  if (created.kind !== "created") throw new Error(`createRun answered ${created.kind}`);
+  const run = await store.claimRun({ tenantId, runId: created.run.runId, owner: "bench", leaseExpiresAt: now + 3_600_000, now });
+  if (!run) throw new Error("claimRun failed");
+  return run;
 }

@@ -1,9 +1,8 @@
-import Database from "better-sqlite3";
 import { join } from "node:path";
 import { createId, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import { createSqliteStore } from "../store/sqlite/index.js";
-import { createTempDir } from "./bench-support.js";
+import { createTempDir, openSizeInspector, startClaimedRun } from "./bench-support.js";
 import { compared, type Benchmark, type BenchmarkResult } from "./benchmark.js";
 import { median, round } from "./statistics.js";
 
@@ -25,41 +24,11 @@ interface BatchCost {
   payloadBytes: number;
 }
 
-/** Reads the database's size through a separate read-only connection (the WAL is included). */
-function openInspector(path: string) {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
-  const pageSize = db.pragma("page_size", { simple: true }) as number;
-  const usedBytes = (): number => {
-    const pages = db.pragma("page_count", { simple: true }) as number;
-    const free = db.pragma("freelist_count", { simple: true }) as number;
-    return (pages - free) * pageSize;
-  };
-  const payloadBytes = (): number => (db.prepare("SELECT SUM(payload) AS bytes FROM dbstat").get() as { bytes: number }).bytes;
-  return { usedBytes, payloadBytes, close: () => db.close() };
-}
-
 /** A thread with one running run that publishes message after message (each with its checkpoint). */
 async function createGrowingThread(store: Store): Promise<{ run: RunRecord; publish(): Promise<void> }> {
   const now = Date.now();
   const thread = await store.createThread({ tenantId: TENANT, threadId: createId("thr"), checkpointId: createId("cp"), metadata: {}, now });
-  const created = await store.createRun({
-    tenantId: TENANT,
-    runId: createId("run"),
-    threadId: thread.threadId,
-    input: { role: "user", content: "Grow this thread." },
-    inputMessageId: createId("msg"),
-    checkpointId: createId("cp"),
-    idempotencyKey: null,
-    requestHash: "bench",
-    model: "bench",
-    onDisconnect: "continue",
-    recoveryPolicy: "fail",
-    expectedStateVersion: null,
-    now,
-  });
-  if (created.kind !== "created") throw new Error(`createRun answered ${created.kind}`);
-  const run = await store.claimRun({ tenantId: TENANT, runId: created.run.runId, owner: "bench", leaseExpiresAt: now + 3_600_000, now });
-  if (!run) throw new Error("claimRun failed");
+  const run = await startClaimedRun(store, TENANT, thread.threadId, "Grow this thread.");
   let step = 0;
   return {
     run,
@@ -83,7 +52,7 @@ async function createGrowingThread(store: Store): Promise<{ run: RunRecord; publ
   };
 }
 
-async function measureBatch(publish: () => Promise<void>, inspector: ReturnType<typeof openInspector>): Promise<BatchCost> {
+async function measureBatch(publish: () => Promise<void>, inspector: ReturnType<typeof openSizeInspector>): Promise<BatchCost> {
   const usedBefore = inspector.usedBytes();
   const payloadBefore = inspector.payloadBytes();
   const times: number[] = [];
@@ -105,7 +74,7 @@ async function repetition(): Promise<{ early: BatchCost; late: BatchCost }> {
   const temp = createTempDir("checkpoint");
   const path = join(temp.dir, "checkpoint.db");
   const store = createSqliteStore({ path });
-  const inspector = openInspector(path);
+  const inspector = openSizeInspector(path);
   try {
     const thread = await createGrowingThread(store);
     // The thread holds the user input at position 0; publish up to position EARLY_POSITION.

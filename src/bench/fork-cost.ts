@@ -1,9 +1,8 @@
-import Database from "better-sqlite3";
 import { join } from "node:path";
 import { createId } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import { createSqliteStore } from "../store/sqlite/index.js";
-import { createTempDir } from "./bench-support.js";
+import { createTempDir, openSizeInspector, startClaimedRun } from "./bench-support.js";
 import { compared, type Benchmark, type BenchmarkResult, type Figure } from "./benchmark.js";
 import { median, round } from "./statistics.js";
 
@@ -26,39 +25,9 @@ interface PrefixCost {
   readMicros: number;
 }
 
-/** Reads the database's size through a separate read-only connection (the WAL is included). */
-function openInspector(path: string) {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
-  const pageSize = db.pragma("page_size", { simple: true }) as number;
-  return {
-    usedBytes: (): number =>
-      ((db.pragma("page_count", { simple: true }) as number) - (db.pragma("freelist_count", { simple: true }) as number)) * pageSize,
-    payloadBytes: (): number => (db.prepare("SELECT SUM(payload) AS bytes FROM dbstat").get() as { bytes: number }).bytes,
-    close: () => db.close(),
-  };
-}
-
 /** One run on `threadId` that publishes `count` messages in all (its input included), then completes. */
 async function grow(store: Store, threadId: string, count: number): Promise<void> {
-  const now = Date.now();
-  const created = await store.createRun({
-    tenantId: TENANT,
-    runId: createId("run"),
-    threadId,
-    input: { role: "user", content: CONTENT },
-    inputMessageId: createId("msg"),
-    checkpointId: createId("cp"),
-    idempotencyKey: null,
-    requestHash: "bench",
-    model: "bench",
-    onDisconnect: "continue",
-    recoveryPolicy: "fail",
-    expectedStateVersion: null,
-    now,
-  });
-  if (created.kind !== "created") throw new Error(`createRun answered ${created.kind}`);
-  const run = await store.claimRun({ tenantId: TENANT, runId: created.run.runId, owner: "bench", leaseExpiresAt: now + 3_600_000, now });
-  if (!run) throw new Error("claimRun failed");
+  const run = await startClaimedRun(store, TENANT, threadId, CONTENT);
   for (let index = 1; index < count; index++) {
     const result = await store.publishMessage({
       tenantId: TENANT,
@@ -95,7 +64,7 @@ async function measure(prefix: number): Promise<PrefixCost> {
   const temp = createTempDir("fork");
   const path = join(temp.dir, "fork.db");
   const store = createSqliteStore({ path });
-  const inspector = openInspector(path);
+  const inspector = openSizeInspector(path);
   try {
     const source = await store.createThread({ tenantId: TENANT, threadId: createId("thr"), checkpointId: createId("cp"), metadata: {}, now: Date.now() });
     await grow(store, source.threadId, prefix);

@@ -10,7 +10,7 @@ import { createSqliteStore } from "../store/sqlite/index.js";
 import { createDemoOutbox } from "../tools/demo-outbox.js";
 import type { Benchmark, BenchmarkResult } from "./benchmark.js";
 import { compared } from "./benchmark.js";
-import { createTempDir } from "./bench-support.js";
+import { createTempDir, startClaimedRun } from "./bench-support.js";
 import { median, round, summarize } from "./statistics.js";
 
 const TENANT = "bench";
@@ -28,24 +28,7 @@ export const ledgerOverhead: Benchmark = {
     const message = { to: "bench@example.com", subject: "bench", body: "x".repeat(200) };
     try {
       const thread = await store.createThread({ tenantId: TENANT, threadId: createId("thr"), checkpointId: createId("cp"), metadata: {}, now: Date.now() });
-      const created = await store.createRun({
-        tenantId: TENANT,
-        runId: createId("run"),
-        threadId: thread.threadId,
-        input: { role: "user", content: "bench" },
-        inputMessageId: createId("msg"),
-        checkpointId: createId("cp"),
-        idempotencyKey: null,
-        requestHash: "bench",
-        model: "bench",
-        onDisconnect: "continue",
-        recoveryPolicy: "fail",
-        expectedStateVersion: null,
-        now: Date.now(),
-      });
-      if (created.kind !== "created") throw new Error(created.kind);
-      const runId = created.run.runId;
-      await store.claimRun({ tenantId: TENANT, runId, owner: "bench", leaseExpiresAt: Date.now() + 3_600_000, now: Date.now() });
+      const runId = (await startClaimedRun(store, TENANT, thread.threadId, "bench")).runId;
 
       let sequence = 0;
       const bare = async (): Promise<number> => {
