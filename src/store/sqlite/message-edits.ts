@@ -1,0 +1,103 @@
+/** Edits to a thread's messages after its runs in the SQLite adapter: saved fragments and their deletion. */
+import { isTerminalStatus, type MessageRecord } from "../../core/index.js";
+import type { DeleteMessageInput, DeleteMessageResult, SaveFragmentInput, SaveFragmentResult } from "../store.js";
+import { messageInLineage, readLineage } from "./lineage.js";
+import type { SqliteContext } from "./sqlite-context.js";
+
+/** Saves a terminal run's partial output as a fragment message. */
+export function saveFragment(context: SqliteContext, input: SaveFragmentInput): SaveFragmentResult {
+  const tx = context.db.transaction((): SaveFragmentResult => {
+    const run = context.run(input.tenantId, input.runId);
+    if (!run) return { kind: "run_not_found" };
+    if (!isTerminalStatus(run.status)) return { kind: "run_not_terminal", run };
+    const existing = context.message(input.tenantId, input.messageId);
+    if (existing) return { kind: "exists", message: existing };
+    const thread = context.thread(input.tenantId, run.threadId);
+    if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
+    if (thread.activeRunId !== null) return { kind: "run_in_progress", thread };
+    // The fragment is appended: it belongs right after its run's own messages, nowhere else.
+    const newest = context.sql(
+      "SELECT run_id FROM messages WHERE tenant_id = ? AND thread_id = ? ORDER BY position DESC LIMIT 1",
+    ).get(input.tenantId, run.threadId) as { run_id: string | null } | undefined;
+    if (newest?.run_id !== run.runId) return { kind: "thread_moved_on", thread };
+    const position = context.nextPosition(thread);
+    const advanced = context.advanceThread(
+      thread,
+      {
+        checkpointId: input.checkpointId,
+        kind: "fragment_saved",
+        runId: run.runId,
+        messageId: input.messageId,
+        completedStepId: null,
+        pendingStep: null,
+        resumePolicy: null,
+        cancelledGeneration: null,
+        createdAt: input.now,
+      },
+      { positions: 1 },
+    );
+    const message: MessageRecord = {
+      tenantId: input.tenantId,
+      messageId: input.messageId,
+      threadId: run.threadId,
+      position,
+      role: "assistant",
+      content: input.content,
+      runId: run.runId,
+      stateVersion: advanced.thread.stateVersion,
+      checkpointId: input.checkpointId,
+      publicationStatus: "fragment",
+      toolCalls: null,
+      toolCallId: null,
+      toolName: null,
+      createdAt: input.now,
+    };
+    context.insertMessage(message);
+    return { kind: "saved", message, checkpoint: advanced.checkpoint, thread: advanced.thread };
+  });
+  return tx.immediate();
+}
+
+/** Deletes a fragment from a thread's lineage with a `message_deleted` checkpoint. */
+export function deleteMessage(context: SqliteContext, input: DeleteMessageInput): DeleteMessageResult {
+  const tx = context.db.transaction((): DeleteMessageResult => {
+    const thread = context.thread(input.tenantId, input.threadId);
+    if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
+    const stored = context.message(input.tenantId, input.messageId);
+    const levels = readLineage(context.sql, input.tenantId, input.threadId)!;
+    // A branch may delete a fragment it shares: the checkpoint records it for this lineage only.
+    const message = stored ? messageInLineage(context.sql, input.tenantId, levels, stored) : undefined;
+    if (!message || message.publicationStatus === "deleted") return { kind: "message_not_found" };
+    if (message.publicationStatus !== "fragment") return { kind: "not_deletable", message };
+    const isInherited = message.threadId !== input.threadId;
+    const advanced = context.advanceThread(
+      thread,
+      {
+        checkpointId: input.checkpointId,
+        kind: "message_deleted",
+        runId: null,
+        messageId: message.messageId,
+        completedStepId: null,
+        pendingStep: null,
+        resumePolicy: null,
+        cancelledGeneration: null,
+        createdAt: input.now,
+      },
+      {},
+    );
+    if (isInherited) return { kind: "deleted", message: { ...message, publicationStatus: "deleted" }, checkpoint: advanced.checkpoint, thread: advanced.thread };
+    // Append-only: the row keeps the version and checkpoint that saved it; the new checkpoint records the delete.
+    const result = context.sql(
+      `UPDATE messages SET publication_status = 'deleted'
+       WHERE tenant_id = ? AND message_id = ? AND publication_status = 'fragment'`,
+    ).run(input.tenantId, input.messageId);
+    if (result.changes !== 1) throw new Error(`message status compare-and-set failed for ${input.messageId}`);
+    return {
+      kind: "deleted",
+      message: { ...message, publicationStatus: "deleted" },
+      checkpoint: advanced.checkpoint,
+      thread: advanced.thread,
+    };
+  });
+  return tx.immediate();
+}

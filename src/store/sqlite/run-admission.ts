@@ -1,0 +1,170 @@
+/** How a run enters the SQLite store: created, enqueued behind the active run, or admitted from the queue. */
+import { addStats, emptyStats, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord, type UsageStats } from "../../core/index.js";
+import type { CreateRunInput, CreateRunResult } from "../store.js";
+import { toCheckpoint, toRun, type Row } from "./rows.js";
+import { findRunByIdempotencyKey } from "./run-queries.js";
+import type { SqliteContext } from "./sqlite-context.js";
+
+/** Creates a run: existing, enqueued, resumed or started with its input accepted. */
+export function createRun(context: SqliteContext, input: CreateRunInput): CreateRunResult {
+  const tx = context.db.transaction((): CreateRunResult => {
+    const earlier =
+      context.run(input.tenantId, input.runId) ??
+      (input.idempotencyKey ? findRunByIdempotencyKey(context, input.tenantId, input.idempotencyKey) : undefined);
+    if (earlier) {
+      return earlier.requestHash === input.requestHash && earlier.threadId === input.threadId
+        ? { kind: "existing", run: earlier }
+        : { kind: "key_reused", run: earlier };
+    }
+    const thread = context.thread(input.tenantId, input.threadId);
+    if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
+    // The version check comes first: a stale client learns it is stale even on a busy thread.
+    if (input.expectedStateVersion !== null && input.expectedStateVersion !== thread.stateVersion) {
+      return { kind: "state_version_conflict", thread };
+    }
+    // An external action whose outcome nobody knows must be confirmed before anything builds on it (DESIGN §6).
+    const unconfirmed = context.operationsOfThread(input.tenantId, input.threadId, "outcome_unknown");
+    if (unconfirmed.length > 0) return { kind: "operation_unconfirmed", thread, operations: unconfirmed };
+    if (thread.activeRunId !== null) {
+      if (!input.enqueue || input.input === null) return { kind: "run_in_progress", thread };
+      // It waits, its input not yet accepted: nothing of the thread changes until it is admitted.
+      insertRun(context, input, thread.headCheckpointId, thread.stateVersion, { messageCount: 0 }, true);
+      return { kind: "enqueued", run: context.run(input.tenantId, input.runId)!, thread };
+    }
+    if (input.input === null) {
+      // Continue from a Stop without a new message: accepting the run is still a transition, and
+      // its checkpoint names the step that runs again.
+      const head = context.sql("SELECT * FROM checkpoints WHERE tenant_id = ? AND checkpoint_id = ?").get(
+        input.tenantId,
+        thread.headCheckpointId,
+      ) as Row | undefined;
+      const resumed = context.advanceThread(
+        thread,
+        {
+          checkpointId: input.checkpointId,
+          kind: "resume_accepted",
+          runId: input.runId,
+          messageId: null,
+          completedStepId: null,
+          pendingStep: head ? toCheckpoint(head).pendingStep : null,
+          resumePolicy: "regenerate_pending_step",
+          cancelledGeneration: null,
+          createdAt: input.now,
+        },
+        { activeRunId: input.runId },
+      );
+      insertRun(context, { ...input, inputMessageId: "" }, thread.headCheckpointId, resumed.thread.stateVersion, {}, false);
+      return { kind: "created", run: context.run(input.tenantId, input.runId)!, thread: resumed.thread, message: null, checkpoint: resumed.checkpoint };
+    }
+    const { thread: advanced, message, checkpoint } = acceptInput(context, thread, {
+      runId: input.runId,
+      messageId: input.inputMessageId,
+      checkpointId: input.checkpointId,
+      content: input.input.content,
+      now: input.now,
+    });
+    insertRun(context, input, thread.headCheckpointId, advanced.stateVersion, { messageCount: 1 }, false);
+    return { kind: "created", run: context.run(input.tenantId, input.runId)!, thread: advanced, message, checkpoint };
+  });
+  return tx();
+}
+
+/** Publishes a run's input with its `input_accepted` checkpoint and makes the run the active one. */
+function acceptInput(
+  context: SqliteContext,
+  thread: ThreadRecord,
+  input: { runId: string; messageId: string; checkpointId: string; content: string; now: number },
+): { thread: ThreadRecord; message: MessageRecord; checkpoint: CheckpointRecord } {
+  const position = context.nextPosition(thread);
+  const advanced = context.advanceThread(
+    thread,
+    {
+      checkpointId: input.checkpointId,
+      kind: "input_accepted",
+      runId: input.runId,
+      messageId: input.messageId,
+      completedStepId: null,
+      pendingStep: null,
+      resumePolicy: null,
+      cancelledGeneration: null,
+      createdAt: input.now,
+    },
+    { stats: { messageCount: 1 }, activeRunId: input.runId, positions: 1 },
+  );
+  const message: MessageRecord = {
+    tenantId: thread.tenantId,
+    messageId: input.messageId,
+    threadId: thread.threadId,
+    position,
+    role: "user",
+    content: input.content,
+    runId: input.runId,
+    stateVersion: advanced.thread.stateVersion,
+    checkpointId: input.checkpointId,
+    publicationStatus: "published",
+    toolCalls: null,
+    toolCallId: null,
+    toolName: null,
+    createdAt: input.now,
+  };
+  context.insertMessage(message);
+  return { thread: advanced.thread, message, checkpoint: advanced.checkpoint };
+}
+
+/** Inserts a queued run and its first transition. */
+function insertRun(context: SqliteContext, input: CreateRunInput, baseCheckpointId: string, stateVersion: number, stats: Partial<UsageStats>, isWaiting: boolean): void {
+  context.sql(
+    `INSERT INTO runs (tenant_id, run_id, thread_id, status, attempt, base_checkpoint_id, input, input_message_id,
+       idempotency_key, request_hash, model, on_disconnect, recovery_policy, state_version, stats,
+       transition_count, is_waiting, created_at)
+     VALUES (?, ?, ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+  ).run(
+    input.tenantId,
+    input.runId,
+    input.threadId,
+    baseCheckpointId,
+    JSON.stringify(input.input),
+    input.inputMessageId,
+    input.idempotencyKey,
+    input.requestHash,
+    input.model,
+    input.onDisconnect,
+    input.recoveryPolicy,
+    stateVersion,
+    JSON.stringify(addStats(emptyStats(), stats)),
+    isWaiting ? 1 : 0,
+    input.now,
+  );
+  context.sql(
+    "INSERT INTO run_transitions (tenant_id, run_id, ordinal, from_status, to_status, at) VALUES (?, ?, 1, NULL, 'queued', ?)",
+  ).run(input.tenantId, input.runId, input.now);
+}
+
+/** Admits the oldest waiting run of an idle thread, accepting its input. */
+export function admitNextRun(context: SqliteContext, tenantId: string, threadId: string, checkpointId: string, now: number): RunRecord | undefined {
+  const tx = context.db.transaction(() => {
+    const thread = context.thread(tenantId, threadId);
+    if (!thread || thread.status !== "active" || thread.activeRunId !== null) return undefined;
+    const row = context.sql(
+      `SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? AND is_waiting = 1 AND status = 'queued'
+       ORDER BY created_at, run_id LIMIT 1`,
+    ).get(tenantId, threadId) as Row | undefined;
+    if (!row) return undefined;
+    const run = toRun(row);
+    if (run.input === null || run.inputMessageId === null) return undefined;
+    const { thread: advanced } = acceptInput(context, thread, {
+      runId: run.runId,
+      messageId: run.inputMessageId,
+      checkpointId,
+      content: run.input.content,
+      now,
+    });
+    return context.updateRun(run, {
+      is_waiting: 0,
+      base_checkpoint_id: thread.headCheckpointId,
+      state_version: advanced.stateVersion,
+      stats: JSON.stringify(addStats(run.stats, { messageCount: 1 })),
+    });
+  }).immediate;
+  return tx();
+}
