@@ -1,0 +1,104 @@
+import { createId, isId, isTerminalStatus, TidemarkError, type Clock, type RunEventDraft, type RunRecord } from "../core/index.js";
+import type { Store } from "../store/index.js";
+import { emitTerminal } from "./execute-run.js";
+import type { PendingCancels } from "./pending-cancels.js";
+import { CancelRequestedError } from "./run-errors.js";
+import type { RunExecution } from "./run-execution.js";
+import { runKey } from "./run-key.js";
+import type { RuntimeObserver } from "./runtime-observer.js";
+
+/** What a cancel did. */
+export type CancelRunResult =
+  | { kind: "accepted"; run: RunRecord; acceptedStateVersion: number; resumeCheckpointId: string }
+  | { kind: "already_requested"; run: RunRecord }
+  | { kind: "already_terminal"; run: RunRecord }
+  /** A client-named run that does not exist yet: the cancel applies when it is created. */
+  | { kind: "pending_creation"; runId: string };
+
+/** What the cancel path needs from the runtime. */
+export interface CancelRunContext {
+  store: Store;
+  clock: Clock;
+  observer: RuntimeObserver;
+  /** Runs being executed by this process, by {@link runKey}. */
+  active: ReadonlyMap<string, RunExecution>;
+  pendingCancels: PendingCancels;
+  emitter(run: RunRecord): (draft: RunEventDraft) => void;
+  trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
+  /** Starts the oldest run waiting on a thread once the thread is free. */
+  admitNext(tenantId: string, threadId: string): Promise<void>;
+}
+
+/** Accepts a cancel (STOP) for one run; never refused for a stale version. */
+export async function cancelRun(context: CancelRunContext, tenantId: string, runId: string, reason: string): Promise<CancelRunResult> {
+  const { store, clock, observer } = context;
+  const key = runKey(tenantId, runId);
+  const execution = context.active.get(key);
+  const pendingStep = execution?.activeStep ?? null;
+  // Stop the work at once, then record the cancel. Nothing a client can see (the reply, the
+  // events, the status) comes before the store accepted it, and the executor settles only
+  // once it knows whether the store did (decision 005).
+  let markRecorded: (isRecorded: boolean) => void = () => {};
+  if (execution && execution.stopCause === null) {
+    const recorded = new Promise<boolean>((resolve) => (markRecorded = resolve));
+    execution.stopCause = { kind: "cancel", reason, recorded };
+    execution.scope.cancel(new CancelRequestedError(reason));
+    // One turn of the event loop lets the HTTP client close the provider's socket before the
+    // commit; nothing can publish meanwhile (the work is aborted and waits for `recorded`).
+    await new Promise(setImmediate);
+  }
+  let result: Awaited<ReturnType<Store["requestCancel"]>>;
+  try {
+    result = await store.requestCancel({
+      tenantId,
+      runId,
+      reason,
+      checkpointId: createId("cp"),
+      pendingStep,
+      now: clock.now(),
+    });
+  } catch (error) {
+    markRecorded(false);
+    throw error;
+  }
+  markRecorded(result.kind === "accepted" || result.kind === "already_requested");
+  if (result.kind === "not_found") {
+    if (!isId(runId, "run")) throw new TidemarkError("run_not_found", "No such run.");
+    context.pendingCancels.remember(tenantId, runId, reason, clock.now());
+    return { kind: "pending_creation", runId };
+  }
+  if (result.kind !== "accepted") return result;
+  const { run, thread, checkpoint } = result;
+  const acceptedAt = run.cancelRequestedAt ?? clock.now();
+  observer.onCancelAccepted?.(run);
+  const emit = context.emitter(run);
+  emit({
+    type: "run.cancel_requested",
+    run_id: runId,
+    reason,
+    accepted_state_version: thread.stateVersion,
+    resume_checkpoint_id: checkpoint.checkpointId,
+  });
+  emit({ type: "checkpoint.saved", run_id: runId, checkpoint_id: checkpoint.checkpointId, state_version: checkpoint.stateVersion, kind: checkpoint.kind });
+  const operation = execution?.activeOperation;
+  if (operation?.phase === "committing") {
+    // The action is already with the external system: the run waits for its outcome, and says so.
+    const cancelling = await store.transitionRun({
+      tenantId,
+      runId,
+      from: ["cancel_requested"],
+      to: "cancelling",
+      activeOperation: operation.opId,
+      now: clock.now(),
+    });
+    if (cancelling) emit({ type: "run.cancelling", run_id: runId, active_operation: `${operation.toolName} (${operation.opId})` });
+  }
+  if (isTerminalStatus(run.status)) {
+    // It never started: nothing to wait for.
+    emitTerminal({ emit }, run, 0);
+    observer.onCancelCompleted?.(run, clock.now() - acceptedAt);
+    if (!execution) await context.admitNext(tenantId, run.threadId);
+  }
+  context.trace(run, "cancel_accepted", { reason, accepted_at: acceptedAt, accepted_state_version: thread.stateVersion });
+  return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId };
+}

@@ -1,0 +1,105 @@
+import type { Clock, OperationRecord, RunEventDraft, RunRecord } from "../core/index.js";
+import type { Store } from "../store/index.js";
+import type { Tool } from "../tools/tool.js";
+import { runInBackground } from "./background.js";
+import { CancelScope } from "./cancel-scope.js";
+import type { DisconnectWatch } from "./disconnect-watch.js";
+import { executeRun, type ExecutionOutcome } from "./execute-run.js";
+import type { Logger } from "./logger.js";
+import type { ChatModel } from "./model.js";
+import type { RunExecution } from "./run-execution.js";
+import { runKey } from "./run-key.js";
+import type { RuntimeObserver } from "./runtime-observer.js";
+
+/** What launching a run needs from the runtime. */
+export interface LaunchRunContext {
+  store: Store;
+  model: ChatModel;
+  clock: Clock;
+  logger: Logger;
+  leaseMs: number;
+  workerId: string;
+  tools: ReadonlyMap<string, Tool>;
+  observer: RuntimeObserver;
+  /** Runs being executed by this process, by {@link runKey}. */
+  active: Map<string, RunExecution>;
+  /** The background tasks of those runs, so `close` can wait for them. */
+  executions: Set<Promise<unknown>>;
+  disconnectWatch: DisconnectWatch;
+  isClosed(): boolean;
+  emitter(run: RunRecord): (draft: RunEventDraft) => void;
+  trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
+  cancelRun(tenantId: string, runId: string, reason: string): Promise<unknown>;
+  awaitApproval(execution: RunExecution, operation: OperationRecord, signal: AbortSignal): Promise<"approved" | "rejected">;
+  admitNext(tenantId: string, threadId: string): Promise<void>;
+}
+
+/** Claims a queued run for this process and executes it in the background. */
+export function launchRun(context: LaunchRunContext, run: RunRecord): void {
+  const { store, clock, logger } = context;
+  const key = runKey(run.tenantId, run.runId);
+  const scope = CancelScope.root();
+  const emit = context.emitter(run);
+  const execution: RunExecution = {
+    run,
+    store,
+    model: context.model,
+    clock,
+    logger,
+    scope,
+    emit,
+    trace: (kind, data) => context.trace(run, kind, data),
+    requestCancel: async (reason) => {
+      await context.cancelRun(run.tenantId, run.runId, reason);
+    },
+    activeStep: null,
+    tools: context.tools,
+    activeOperation: null,
+    awaitApproval: (operation, signal) => context.awaitApproval(execution, operation, signal),
+    stopCause: null,
+    discarded: { llmCalls: 0, streamChars: 0, outputTokens: 0, inputTokens: 0, isEstimated: true },
+  };
+  // Registered before the claim, so a cancel that lands while claiming still aborts it.
+  context.active.set(key, execution);
+  let isSettled = false;
+  const task = (async () => {
+    try {
+      const claimed = await store.claimRun({
+        tenantId: run.tenantId,
+        runId: run.runId,
+        owner: context.workerId,
+        leaseExpiresAt: clock.now() + context.leaseMs,
+        now: clock.now(),
+      });
+      if (!claimed) return;
+      emit({ type: "run.started", run_id: run.runId, thread_id: run.threadId, attempt: claimed.attempt, status: claimed.status });
+      execution.run = claimed;
+      const outcome = await executeRun(execution);
+      isSettled = true;
+      finished(context, execution, claimed, outcome);
+    } catch (error) {
+      // The executor could not settle the run (e.g. the store failed): stop renewing its lease
+      // so recovery applies the run's policy instead of leaving it running forever.
+      if (!isSettled) await store.releaseLease(run.tenantId, run.runId, context.workerId).catch(() => undefined);
+      throw error;
+    } finally {
+      context.active.delete(key);
+      context.disconnectWatch.forget(run.tenantId, run.runId);
+      scope.dispose();
+      if (!context.isClosed()) runInBackground(logger, "admit next run", () => context.admitNext(run.tenantId, run.threadId));
+    }
+  })();
+  context.executions.add(task);
+  runInBackground(logger, `run ${run.runId}`, () => task.finally(() => context.executions.delete(task)));
+}
+
+function finished(context: LaunchRunContext, execution: RunExecution, run: RunRecord, outcome: ExecutionOutcome): void {
+  if (outcome === "cancelled" && execution.stopCause?.kind === "cancel") {
+    const endedAt = context.clock.now();
+    runInBackground(context.logger, "cancel latency", async () => {
+      const final = await context.store.getRun(run.tenantId, run.runId);
+      if (final?.cancelRequestedAt != null) context.observer.onCancelCompleted?.(final, endedAt - final.cancelRequestedAt);
+    });
+  }
+  context.observer.onRunEnded?.(run, outcome);
+}

@@ -1,0 +1,11 @@
+import type { RunRecord } from "../core/index.js";
+import type { ExecutionOutcome } from "./execute-run.js";
+
+/** Hooks for metrics; all optional. */
+export interface RuntimeObserver {
+  /** A cancel was accepted by the store. */
+  onCancelAccepted?(run: RunRecord): void;
+  /** `run.cancelled` was emitted, `elapsedMs` after the cancel was accepted. */
+  onCancelCompleted?(run: RunRecord, elapsedMs: number): void;
+  onRunEnded?(run: RunRecord, outcome: ExecutionOutcome): void;
+}

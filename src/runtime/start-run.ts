@@ -1,0 +1,184 @@
+import {
+  createId,
+  hashJson,
+  isTerminalStatus,
+  TidemarkError,
+  type Clock,
+  type RecoveryPolicy,
+  type RunInput,
+  type RunRecord,
+  type ThreadRecord,
+} from "../core/index.js";
+import type { Store } from "../store/index.js";
+import type { EventHub } from "../stream/index.js";
+import type { CancelRunResult } from "./cancel-run.js";
+import type { DisconnectWatch } from "./disconnect-watch.js";
+import type { ChatModel } from "./model.js";
+import type { PendingCancels } from "./pending-cancels.js";
+import { conflictDetails } from "./run-errors.js";
+
+/** A request to start a run. */
+export interface StartRunRequest {
+  tenantId: string;
+  threadId: string;
+  /** The user's new message; omit it only with `resumeFromCheckpointId` (continue: the stopped step runs again). */
+  input?: RunInput;
+  runId?: string;
+  idempotencyKey?: string;
+  expectedStateVersion?: number;
+  onDisconnect?: "continue" | "cancel";
+  recoveryPolicy?: RecoveryPolicy;
+  /**
+   * On a busy thread: `reject` (default), `interrupt` (cancel the active run, wait until it is
+   * terminal, then start) or `enqueue` (start when the runs before it have ended, in order).
+   */
+  multitask?: "reject" | "interrupt" | "enqueue";
+  /** Continue from this checkpoint; it must be the thread's head. */
+  resumeFromCheckpointId?: string;
+}
+
+/** What starting a run needs from the runtime. */
+export interface StartRunContext {
+  store: Store;
+  model: ChatModel;
+  clock: Clock;
+  hub: EventHub;
+  /** The policy of a run that names none. */
+  recoveryPolicy: RecoveryPolicy;
+  pendingCancels: PendingCancels;
+  disconnectWatch: DisconnectWatch;
+  isClosed(): boolean;
+  trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
+  saveTitle(thread: ThreadRecord, firstMessage: string): void;
+  /** Claims a queued run for this process and executes it in the background. */
+  launch(run: RunRecord): void;
+  cancelRun(tenantId: string, runId: string, reason: string): Promise<CancelRunResult>;
+  waitForTerminal(tenantId: string, runId: string, timeoutMs: number): Promise<RunRecord | undefined>;
+  confirmUnknownOperations(tenantId: string, threadId: string): Promise<void>;
+}
+
+/** Starts a run (or returns the earlier one for a repeated run_id / Idempotency-Key). */
+export async function startRun(context: StartRunContext, request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
+  if (context.isClosed()) throw new TidemarkError("shutting_down", "The server is shutting down.");
+  if (request.input === undefined && request.resumeFromCheckpointId === undefined) {
+    throw new TidemarkError("invalid_request", "input is required, unless the run continues from resume_from_checkpoint_id.");
+  }
+  // A resume builds on exactly its checkpoint's version: the store's compare-and-set then
+  // decides between two tabs, even if a client left expected_state_version out.
+  const resumeVersion = request.resumeFromCheckpointId === undefined ? undefined : await checkResumePoint(context.store, request);
+  const effective = { ...request, expectedStateVersion: request.expectedStateVersion ?? resumeVersion };
+  await context.confirmUnknownOperations(request.tenantId, request.threadId);
+  try {
+    return await createRun(context, effective);
+  } catch (error) {
+    if (request.multitask !== "interrupt" || !TidemarkError.isInstance(error) || error.code !== "run_in_progress") throw error;
+    // interrupt: cancel the active run, wait until it has really stopped, then start on what it left.
+    const activeRunId = error.details.active_run_id as string;
+    const cancelled = await context.cancelRun(request.tenantId, activeRunId, "interrupted_by_new_run");
+    const ended = await context.waitForTerminal(request.tenantId, activeRunId, 30_000);
+    if (!ended || !isTerminalStatus(ended.status)) throw error;
+    const builtOn = cancelled.kind === "accepted" ? cancelled.acceptedStateVersion : undefined;
+    return createRun(context, {
+      ...effective,
+      // The version was current before the interrupt; the cancel it asked for moved it by one.
+      expectedStateVersion: effective.expectedStateVersion === undefined ? undefined : (builtOn ?? effective.expectedStateVersion),
+    });
+  }
+}
+
+/**
+ * What a client whose version is stale may do: reload, or branch from the point it built on
+ * (not from the current head, which holds the other tab's story).
+ */
+async function conflictActions(store: Store, request: StartRunRequest, thread: ThreadRecord): Promise<string[]> {
+  let builtOn = request.resumeFromCheckpointId;
+  if (builtOn === undefined && request.expectedStateVersion !== undefined) {
+    const checkpoints = await store.listCheckpoints(request.tenantId, request.threadId);
+    builtOn = checkpoints.find((checkpoint) => checkpoint.stateVersion === request.expectedStateVersion)?.checkpointId;
+  }
+  return ["reload", `fork_from_${builtOn ?? thread.headCheckpointId}`];
+}
+
+/** A resume must build on the thread's head (an older checkpoint is stale: fork from it); returns its version. */
+async function checkResumePoint(store: Store, request: StartRunRequest): Promise<number> {
+  const thread = await store.getThread(request.tenantId, request.threadId);
+  if (!thread) throw new TidemarkError("thread_not_found", "No such thread.");
+  const checkpoints = await store.listCheckpoints(request.tenantId, request.threadId);
+  const checkpoint = checkpoints.find((candidate) => candidate.checkpointId === request.resumeFromCheckpointId);
+  if (!checkpoint) throw new TidemarkError("checkpoint_not_found", "No such checkpoint in this thread's lineage.");
+  if (checkpoint.checkpointId !== thread.headCheckpointId) {
+    throw new TidemarkError("state_version_conflict", "That checkpoint is not the thread's head any more.", {
+      details: {
+        ...conflictDetails(thread),
+        allowed_actions: ["reload", `fork_from_${checkpoint.checkpointId}`],
+      },
+    });
+  }
+  return checkpoint.stateVersion;
+}
+
+async function createRun(context: StartRunContext, request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
+  const { store, clock, hub } = context;
+  const runId = request.runId ?? createId("run");
+  const requestHash = hashJson({ thread_id: request.threadId, input: request.input ?? null, resume: request.resumeFromCheckpointId ?? null });
+  const result = await store.createRun({
+    tenantId: request.tenantId,
+    runId,
+    threadId: request.threadId,
+    input: request.input ?? null,
+    inputMessageId: createId("msg"),
+    checkpointId: createId("cp"),
+    idempotencyKey: request.idempotencyKey ?? null,
+    requestHash,
+    model: context.model.id,
+    onDisconnect: request.onDisconnect ?? "continue",
+    recoveryPolicy: request.recoveryPolicy ?? context.recoveryPolicy,
+    expectedStateVersion: request.expectedStateVersion ?? null,
+    enqueue: request.multitask === "enqueue",
+    now: clock.now(),
+  });
+  switch (result.kind) {
+    case "enqueued":
+      context.trace(result.run, "run_enqueued", { idempotency_key: result.run.idempotencyKey, behind: result.thread.activeRunId });
+      hub.ensure(result.run.tenantId, result.run.runId, result.run.attempt);
+      return { run: result.run, isNew: true };
+    case "existing":
+      return { run: result.run, isNew: false };
+    case "key_reused":
+      throw new TidemarkError("idempotency_key_reused", "This run id or Idempotency-Key was used for a different request.", {
+        details: { run_id: result.run.runId },
+      });
+    case "thread_not_found":
+      throw new TidemarkError("thread_not_found", "No such thread.");
+    case "state_version_conflict":
+      throw new TidemarkError("state_version_conflict", "The thread has moved on since the version you built on.", {
+        details: { ...conflictDetails(result.thread), allowed_actions: await conflictActions(store, request, result.thread) },
+      });
+    case "run_in_progress":
+      throw new TidemarkError("run_in_progress", "The thread already has an active run.", {
+        details: { active_run_id: result.thread.activeRunId, current_state_version: result.thread.stateVersion },
+      });
+    case "operation_unconfirmed":
+      throw new TidemarkError("operation_unconfirmed", "An earlier action's outcome is unknown; confirm it before starting another run.", {
+        details: {
+          operations: result.operations.map((operation) => operation.opId),
+          confirm_url: `/v1/threads/${request.threadId}/operations/${result.operations[0]?.opId}/confirm`,
+        },
+      });
+    case "created":
+      break;
+  }
+  const { run, thread } = result;
+  context.trace(run, "run_created", { idempotency_key: run.idempotencyKey, request_hash: requestHash, base_checkpoint_id: run.baseCheckpointId });
+  if (thread.title === null && request.input) context.saveTitle(thread, request.input.content);
+  const pendingReason = context.pendingCancels.take(run.tenantId, run.runId, clock.now());
+  if (pendingReason !== undefined) {
+    await context.cancelRun(run.tenantId, run.runId, pendingReason);
+    return { run: (await store.getRun(run.tenantId, run.runId))!, isNew: true };
+  }
+  if (run.onDisconnect === "cancel") context.disconnectWatch.watch(run.tenantId, run.runId);
+  // The buffer exists before the reply, so a client that subscribes at once waits for events.
+  hub.ensure(run.tenantId, run.runId, run.attempt);
+  context.launch(run);
+  return { run, isNew: true };
+}
