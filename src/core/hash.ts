@@ -5,7 +5,8 @@ export function hashJson(value: unknown): string {
   return createHash("sha256").update(stableStringify(value)).digest("base64url").slice(0, 22);
 }
 
-function stableStringify(value: unknown): string {
+/** JSON text that does not depend on key order (`undefined` fields are left out). */
+export function stableStringify(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableStringify).join(",")}]`;
   if (value !== null && typeof value === "object") {
     const entries = Object.entries(value as Record<string, unknown>)

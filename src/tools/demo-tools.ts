@@ -1,3 +1,4 @@
+import { stableStringify } from "../core/hash.js";
 import { abortableDelay } from "../runtime/cancel-scope.js";
 import { createHash } from "node:crypto";
 import { z } from "zod";
@@ -97,18 +98,7 @@ export function createDemoTools(
 
 /** A short hash of a JSON value that does not depend on key order. */
 export function stableHash(value: unknown): string {
-  return createHash("sha256").update(canonicalJson(value)).digest("hex").slice(0, 16);
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, entry]) => entry !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([key, entry]) => `${JSON.stringify(key)}:${canonicalJson(entry)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
+  return createHash("sha256").update(stableStringify(value)).digest("hex").slice(0, 16);
 }
 
 /** Three items derived from the query: the same query always finds the same items. */
