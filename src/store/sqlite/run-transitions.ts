@@ -63,9 +63,6 @@ export function publishMessage(context: SqliteContext, input: PublishMessageInpu
         runId: input.runId,
         messageId: input.messageId,
         completedStepId: input.completedStepId,
-        pendingStep: null,
-        resumePolicy: null,
-        cancelledGeneration: null,
         createdAt: input.now,
       },
       { stats, positions: 1, ...(input.complete ? { activeRunId: null } : {}) },
@@ -121,12 +118,9 @@ export function requestCancel(context: SqliteContext, input: RequestCancelInput)
         checkpointId: input.checkpointId,
         kind: "cancel_accepted",
         runId: run.runId,
-        messageId: null,
-        completedStepId: null,
         pendingStep: input.pendingStep,
         // A Stop in a tool step keeps the results already in; one in a model step regenerates it.
         resumePolicy: input.pendingStep?.kind === "tool" ? "reuse_tool_result" : "regenerate_pending_step",
-        cancelledGeneration: null,
         createdAt: input.now,
       },
       // A waiting (enqueued) run is not the active one: the active run is left alone.

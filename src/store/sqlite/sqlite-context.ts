@@ -14,6 +14,10 @@ import {
 } from "../../core/index.js";
 import { toMessage, toOperation, toRun, toThread, type Row } from "./rows.js";
 
+/** A checkpoint's decision: its id, kind and time, and only the fields it names (the rest are null). */
+export type CheckpointDecision = Pick<CheckpointRecord, "checkpointId" | "kind" | "createdAt"> &
+  Partial<Pick<CheckpointRecord, "runId" | "messageId" | "completedStepId" | "pendingStep" | "resumePolicy" | "cancelledGeneration">>;
+
 /** One connection's context, handed to each concern's functions; internal to the adapter. */
 export class SqliteContext {
   readonly db: Database.Database;
@@ -108,11 +112,17 @@ export class SqliteContext {
    */
   advanceThread(
     thread: ThreadRecord,
-    checkpoint: Omit<CheckpointRecord, "stateVersion" | "parentCheckpointId" | "tenantId" | "threadId">,
+    checkpoint: CheckpointDecision,
     changes: { stats?: Partial<UsageStats>; activeRunId?: string | null; positions?: number },
   ): { thread: ThreadRecord; checkpoint: CheckpointRecord } {
     const stateVersion = thread.stateVersion + 1;
     const full: CheckpointRecord = {
+      runId: null,
+      messageId: null,
+      completedStepId: null,
+      pendingStep: null,
+      resumePolicy: null,
+      cancelledGeneration: null,
       ...checkpoint,
       tenantId: thread.tenantId,
       threadId: thread.threadId,
