@@ -1,14 +1,34 @@
+import { createPgCluster, type Cluster } from "./cluster/index.js";
 import type { RecoveryPolicy } from "./core/index.js";
+import { createPostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/index.js";
 import type { Tool } from "./tools/index.js";
 import { createSqliteStore } from "./store/sqlite/index.js";
-import { createDemoModel, createRuntime, silentLogger, type ChatModel, type Logger, type Runtime } from "./runtime/index.js";
+import {
+  createDemoModel,
+  createRuntime,
+  silentLogger,
+  type ChatModel,
+  type Logger,
+  type Runtime,
+  type RuntimeRole,
+} from "./runtime/index.js";
 import { createServerMetrics, startServer, type RunningServer } from "./server/index.js";
 
 /** Options for {@link startTidemark}. */
 export interface TidemarkOptions {
-  /** SQLite file (default `./tidemark.db`); ignored when `store` is given. */
+  /** SQLite file (default `./tidemark.db`); ignored when `store` or `databaseUrl` is given. */
   dbPath?: string;
+  /** `postgres://…`: the scaled deployment, with API and worker processes on one database. */
+  databaseUrl?: string;
+  /** With `databaseUrl`: a schema of its own (default the connection's search_path). */
+  databaseSchema?: string;
+  /** With `databaseUrl`: `api`, `worker` or `all` (default). */
+  role?: RuntimeRole;
+  /** A worker executes at most this many runs at once (default 64). */
+  maxConcurrentRuns?: number;
+  /** How often a worker looks for work and for cancels without a notification (default 1000 ms). */
+  pollMs?: number;
   store?: Store;
   /** The model (default: the built-in demo model). */
   model?: ChatModel;
@@ -36,7 +56,7 @@ export interface Tidemark {
   store: Store;
   runtime: Runtime;
   server: RunningServer;
-  /** Hands running runs back (they resume or fail by policy on the next start), then closes. */
+  /** Drains: hands running runs back (another worker, or the next start, takes them), then closes. */
   close(): Promise<void>;
 }
 
@@ -55,9 +75,22 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
   if (apiKeys.size === 0 && !LOOPBACK.has(host)) {
     throw new Error(`Without TIDEMARK_API_KEYS the server only binds a loopback address, not ${host}.`);
   }
-  const store = options.store ?? createSqliteStore({ path: options.dbPath ?? "./tidemark.db" });
-  const metrics = createServerMetrics();
   const logger = options.logger ?? silentLogger;
+  const role = options.role ?? "all";
+  let store: Store;
+  let cluster: Cluster | undefined;
+  if (options.databaseUrl) {
+    const database = { url: options.databaseUrl, schema: options.databaseSchema };
+    store = options.store ?? (await createPostgresStore(database));
+    cluster = await createPgCluster({ ...database, logger }).catch(async (error: unknown) => {
+      await store.close();
+      throw error;
+    });
+  } else {
+    if (role !== "all") throw new Error(`The ${role} role needs PostgreSQL (--db postgres://…); SQLite runs everything in one process.`);
+    store = options.store ?? createSqliteStore({ path: options.dbPath ?? "./tidemark.db" });
+  }
+  const metrics = createServerMetrics();
   const runtime = createRuntime({
     store,
     model: options.model ?? createDemoModel(),
@@ -68,6 +101,10 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     disconnectGraceMs: options.disconnectGraceMs,
     tools: options.tools,
     observer: metrics.observer,
+    role,
+    cluster,
+    maxConcurrentRuns: options.maxConcurrentRuns,
+    pollMs: options.pollMs,
   });
   await runtime.start();
   const server = await startServer({
@@ -90,6 +127,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     async close() {
       await runtime.close();
       await server.close();
+      await cluster?.close();
       await store.close();
     },
   };

@@ -5,9 +5,11 @@ import { checkStore, formatCheckReport } from "../check/index.js";
 import { selectModel, MODEL_SPECS } from "../models/index.js";
 import { createDemoOutbox } from "../tools/demo-outbox.js";
 import { createDemoTools } from "../tools/demo-tools.js";
-import { createJsonLogger, type ChatModel } from "../runtime/index.js";
+import { createJsonLogger, type ChatModel, type RuntimeRole } from "../runtime/index.js";
 import { parseApiKeys } from "../server/index.js";
 import { startTidemark } from "../start-tidemark.js";
+import type { Store } from "../store/index.js";
+import { createPostgresStore } from "../store/postgres/index.js";
 import { createSqliteStore } from "../store/sqlite/index.js";
 
 const integer = (name: string) => (value: string) => {
@@ -23,9 +25,12 @@ program
   .description("serve the HTTP API (SQLite + the built-in demo model by default)")
   .option("--port <port>", "port to listen on", integer("port"), 8787)
   .option("--host <host>", "address to bind (loopback only unless TIDEMARK_API_KEYS is set)", "127.0.0.1")
-  .option("--db <file>", "SQLite database file", "./tidemark.db")
+  .option("--db <file|url>", "SQLite database file, or postgres://… for the scaled deployment", process.env.TIDEMARK_DB ?? "./tidemark.db")
+  .option("--schema <name>", "PostgreSQL schema (default the connection's search_path; or TIDEMARK_DB_SCHEMA)", process.env.TIDEMARK_DB_SCHEMA)
+  .option("--role <role>", "api | worker | all (api and worker need PostgreSQL)", role, "all")
+  .option("--outbox <file>", "the demo email outbox (SQLite; default the --db file, or ./tidemark-outbox.db with PostgreSQL)")
   .option("--model <name>", `model: ${MODEL_SPECS.join(" | ")} (or TIDEMARK_MODEL)`, process.env.TIDEMARK_MODEL ?? "demo")
-  .action(async (options: { port: number; host: string; db: string; model: string }) => {
+  .action(async (options: { port: number; host: string; db: string; schema?: string; role: RuntimeRole; outbox?: string; model: string }) => {
     const logger = createJsonLogger();
     let model: ChatModel;
     try {
@@ -35,10 +40,16 @@ program
     }
     // The demo tools come with the demo model (or on request): their outbox shares the database file.
     const isDemoTools = options.model === "demo" || process.env.TIDEMARK_DEMO_TOOLS === "1";
-    const outbox = isDemoTools ? createDemoOutbox(options.db, { sendDelayMs: envNumber("TIDEMARK_DEMO_SEND_DELAY_MS") }) : undefined;
+    const isPostgres = isPostgresUrl(options.db);
+    // The outbox stands for an external mail system: with PostgreSQL it is a file the workers of one machine share.
+    const outboxPath = options.outbox ?? (isPostgres ? "./tidemark-outbox.db" : options.db);
+    const outbox = isDemoTools ? createDemoOutbox(outboxPath, { sendDelayMs: envNumber("TIDEMARK_DEMO_SEND_DELAY_MS") }) : undefined;
     const tools = outbox ? createDemoTools({ outbox, searchDelayMs: envNumber("TIDEMARK_DEMO_SEARCH_DELAY_MS") }) : [];
     const tidemark = await startTidemark({
-      dbPath: options.db,
+      ...(isPostgres ? { databaseUrl: options.db, databaseSchema: options.schema } : { dbPath: options.db }),
+      role: options.role,
+      maxConcurrentRuns: envNumber("TIDEMARK_WORKER_CONCURRENCY"),
+      pollMs: envNumber("TIDEMARK_POLL_MS"),
       host: options.host,
       port: options.port,
       apiKeys: parseApiKeys(process.env.TIDEMARK_API_KEYS),
@@ -49,8 +60,9 @@ program
       eventTtlMs: envNumber("TIDEMARK_EVENT_TTL_MS"),
       heartbeatMs: envNumber("TIDEMARK_HEARTBEAT_MS"),
     }).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error)));
-    logger.info({ url: tidemark.url, db: options.db, model: options.model }, "tidemark serving");
-    process.stdout.write(`Tidemark serving ${tidemark.url} (db ${options.db}, model ${options.model})\n`);
+    const where = isPostgres ? "postgres" : options.db;
+    logger.info({ url: tidemark.url, db: where, role: options.role, worker_id: tidemark.runtime.workerId, model: options.model }, "tidemark serving");
+    process.stdout.write(`Tidemark serving ${tidemark.url} (db ${where}, role ${options.role}, model ${options.model})\n`);
     let isStopping = false;
     const stop = (): void => {
       if (isStopping) return;
@@ -70,10 +82,18 @@ program
 program
   .command("check")
   .description("check the invariants of DESIGN §15 over a store; exits 1 if any is violated")
-  .requiredOption("--db <file>", "SQLite database file")
-  .action(async (options: { db: string }) => {
-    if (!existsSync(options.db)) fail(`No database at ${options.db}.`);
-    const store = createSqliteStore({ path: options.db });
+  .requiredOption("--db <file|url>", "SQLite database file, or postgres://…")
+  .option("--schema <name>", "PostgreSQL schema (or TIDEMARK_DB_SCHEMA)", process.env.TIDEMARK_DB_SCHEMA)
+  .action(async (options: { db: string; schema?: string }) => {
+    let store: Store;
+    if (isPostgresUrl(options.db)) {
+      store = await createPostgresStore({ url: options.db, schema: options.schema }).catch((error: unknown) =>
+        fail(`Cannot open ${options.db}: ${error instanceof Error ? error.message : String(error)}`),
+      );
+    } else {
+      if (!existsSync(options.db)) fail(`No database at ${options.db}.`);
+      store = createSqliteStore({ path: options.db });
+    }
     try {
       const report = await checkStore(store);
       process.stdout.write(`${formatCheckReport(report)}\n`);
@@ -82,6 +102,15 @@ program
       await store.close();
     }
   });
+
+function role(value: string): RuntimeRole {
+  if (value !== "api" && value !== "worker" && value !== "all") throw new InvalidArgumentError("role must be api, worker or all.");
+  return value;
+}
+
+function isPostgresUrl(db: string): boolean {
+  return /^postgres(ql)?:\/\//.test(db);
+}
 
 function fail(message: string): never {
   process.stderr.write(`tidemark: ${message}\n`);

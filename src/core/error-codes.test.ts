@@ -11,10 +11,11 @@ describe("error codes", () => {
     }
   });
 
-  it("are lower_snake_case and map to 4xx, except the two server-side ones", () => {
+  it("are lower_snake_case and map to 4xx, except the three server-side ones", () => {
     for (const [code, { status }] of Object.entries(ERROR_CODES)) {
       expect(code).toMatch(/^[a-z]+(_[a-z]+)*$/);
-      if (code !== "internal_error" && code !== "shutting_down") expect(status).toBeLessThan(500);
+      const isServerSide = code === "internal_error" || code === "shutting_down" || code === "worker_unavailable";
+      if (!isServerSide) expect(status).toBeLessThan(500);
     }
   });
 });

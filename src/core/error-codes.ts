@@ -41,6 +41,7 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, meaning: "The body must be application/json." },
   internal_error: { status: 500, meaning: "An unexpected server failure; details are in the server log only." },
   shutting_down: { status: 503, meaning: "The server is draining and takes no new runs." },
+  worker_unavailable: { status: 503, meaning: "The worker holding the run did not act on the request in time; try again." },
 } as const satisfies Record<string, { status: number; meaning: string }>;
 
 /** A stable error code. */

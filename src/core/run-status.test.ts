@@ -21,7 +21,7 @@ const EXPECTED: Record<RunStatus, readonly RunStatus[]> = {
   // DESIGN §3; extra: running → queued hands a recovered or drained run back for another attempt.
   running: ["completed", "interrupted", "failed", "cancel_requested", "queued"],
   // DESIGN §3: approval → running, or Stop; a wait that times out or loses its worker fails.
-  interrupted: ["running", "cancel_requested", "failed"],
+  interrupted: ["running", "cancel_requested", "failed", "queued"],
   // DESIGN §3 → cancelling; straight to cancelled when nothing uninterruptible is in flight;
   // extra: → failed when the worker was lost before it could confirm the stop.
   cancel_requested: ["cancelling", "cancelled", "failed"],

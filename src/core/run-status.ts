@@ -3,8 +3,9 @@
  *
  * ```
  * queued ──► running ──► completed
- *    │          ├──► interrupted ──► running | cancel_requested
+ *    │          ├──► interrupted ──► running | cancel_requested | queued (handed back)
  *    │          ├──► failed
+ *    │          ├──► queued (handed back: drained or recovered, a new attempt)
  *    │          └──► cancel_requested ──► cancelling ──► cancelled
  *    └──────────────────────────────────────────────► cancelled
  * ```
@@ -36,7 +37,8 @@ const TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   queued: ["running", "cancelled", "failed"],
   // running → queued: a recovered or drained run is handed back for another attempt.
   running: ["completed", "interrupted", "failed", "cancel_requested", "queued"],
-  interrupted: ["running", "cancel_requested", "failed"],
+  // interrupted → queued: handed back (drained or recovered); the next attempt asks for its approval again.
+  interrupted: ["running", "cancel_requested", "failed", "queued"],
   // cancel_requested → cancelled directly when nothing uninterruptible is in flight;
   // → failed only when the worker was lost before it could confirm the stop.
   cancel_requested: ["cancelling", "cancelled", "failed"],

@@ -60,6 +60,11 @@ export class Approvals {
     });
   }
 
+  /** Whether this process holds the run that waits for a decision. */
+  isWaiting(tenantId: string, runId: string): boolean {
+    return this.#waiters.has(runKey(tenantId, runId));
+  }
+
   /** APPROVE / REJECT the consequential operation a run is paused for. */
   async decide(tenantId: string, runId: string, decision: "approved" | "rejected"): Promise<RunRecord> {
     const { store, clock } = this.#context;

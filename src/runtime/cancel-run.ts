@@ -1,4 +1,5 @@
 import { createId, isId, isTerminalStatus, TidemarkError, type Clock, type RunEventDraft, type RunRecord } from "../core/index.js";
+import type { Cluster } from "../cluster/index.js";
 import type { Store } from "../store/index.js";
 import { emitTerminal } from "./execute-run.js";
 import type { PendingCancels } from "./pending-cancels.js";
@@ -23,6 +24,8 @@ export interface CancelRunContext {
   /** Runs being executed by this process, by {@link runKey}. */
   active: ReadonlyMap<string, RunExecution>;
   pendingCancels: PendingCancels;
+  /** Other processes, when several share the database: the one executing a run is told there. */
+  cluster?: Cluster;
   emitter(run: RunRecord): (draft: RunEventDraft) => void;
   trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
   /** Starts the oldest run waiting on a thread once the thread is free. */
@@ -67,38 +70,95 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
     context.pendingCancels.remember(tenantId, runId, reason, clock.now());
     return { kind: "pending_creation", runId };
   }
+  if (result.kind === "already_requested" && !execution && context.cluster) {
+    // Said again, in case the first notice was lost on its way to the worker.
+    const { run } = result;
+    if (run.cancelCheckpointId && run.cancelStateVersion !== null) {
+      await context.cluster.sendControl(cancelNotice(run, run.cancelReason ?? reason, run.cancelStateVersion, run.cancelCheckpointId));
+    }
+  }
   if (result.kind !== "accepted") return result;
   const { run, thread, checkpoint } = result;
   const acceptedAt = run.cancelRequestedAt ?? clock.now();
   observer.onCancelAccepted?.(run);
-  const emit = context.emitter(run);
+  const accepted = { reason, stateVersion: thread.stateVersion, checkpointId: checkpoint.checkpointId, kind: checkpoint.kind };
+  if (!execution && context.cluster && !isTerminalStatus(run.status)) {
+    // Another process executes the run: it stops the work and tells the stream, being the one
+    // writer of the run's events.
+    await context.cluster.sendControl(cancelNotice(run, reason, accepted.stateVersion, accepted.checkpointId));
+  } else {
+    context.cluster?.unfollow(tenantId, runId);
+    const emit = context.emitter(run);
+    await announceCancel({ store, clock, emit }, execution, run, accepted);
+    if (isTerminalStatus(run.status)) {
+      // It never started: nothing to wait for.
+      emitTerminal({ emit }, run, 0);
+      observer.onCancelCompleted?.(run, clock.now() - acceptedAt);
+      if (!execution) await context.admitNext(tenantId, run.threadId);
+    }
+  }
+  context.trace(run, "cancel_accepted", { reason, accepted_at: acceptedAt, accepted_state_version: thread.stateVersion });
+  return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId };
+}
+
+/** What a cancel accepted by the store says on the run's stream. */
+export interface AcceptedCancel {
+  reason: string;
+  stateVersion: number;
+  checkpointId: string;
+  kind: string;
+}
+
+/**
+ * Tells the run's stream that its cancel was accepted, and moves a run whose action is already
+ * with the external system to `cancelling` (it waits for the outcome, and says so).
+ */
+export async function announceCancel(
+  context: { store: Store; clock: Clock; emit: (draft: RunEventDraft) => void },
+  execution: RunExecution | undefined,
+  run: RunRecord,
+  accepted: AcceptedCancel,
+): Promise<void> {
+  const { store, clock, emit } = context;
   emit({
     type: "run.cancel_requested",
-    run_id: runId,
-    reason,
-    accepted_state_version: thread.stateVersion,
-    resume_checkpoint_id: checkpoint.checkpointId,
+    run_id: run.runId,
+    reason: accepted.reason,
+    accepted_state_version: accepted.stateVersion,
+    resume_checkpoint_id: accepted.checkpointId,
   });
-  emit({ type: "checkpoint.saved", run_id: runId, checkpoint_id: checkpoint.checkpointId, state_version: checkpoint.stateVersion, kind: checkpoint.kind });
+  emit({ type: "checkpoint.saved", run_id: run.runId, checkpoint_id: accepted.checkpointId, state_version: accepted.stateVersion, kind: accepted.kind });
   const operation = execution?.activeOperation;
   if (operation?.phase === "committing") {
-    // The action is already with the external system: the run waits for its outcome, and says so.
     const cancelling = await store.transitionRun({
-      tenantId,
-      runId,
+      tenantId: run.tenantId,
+      runId: run.runId,
       from: ["cancel_requested"],
       to: "cancelling",
       activeOperation: operation.opId,
       now: clock.now(),
     });
-    if (cancelling) emit({ type: "run.cancelling", run_id: runId, active_operation: `${operation.toolName} (${operation.opId})` });
+    if (cancelling) emit({ type: "run.cancelling", run_id: run.runId, active_operation: `${operation.toolName} (${operation.opId})` });
   }
-  if (isTerminalStatus(run.status)) {
-    // It never started: nothing to wait for.
-    emitTerminal({ emit }, run, 0);
-    observer.onCancelCompleted?.(run, clock.now() - acceptedAt);
-    if (!execution) await context.admitNext(tenantId, run.threadId);
-  }
-  context.trace(run, "cancel_accepted", { reason, accepted_at: acceptedAt, accepted_state_version: thread.stateVersion });
-  return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId };
+}
+
+/**
+ * The worker's side of a cancel another process accepted: the work stops at once (the store
+ * already recorded the cancel), then the stream is told, as a local cancel would.
+ */
+export async function stopForAcceptedCancel(
+  context: { store: Store; clock: Clock },
+  execution: RunExecution,
+  accepted: AcceptedCancel,
+): Promise<boolean> {
+  if (execution.stopCause !== null) return false;
+  execution.stopCause = { kind: "cancel", reason: accepted.reason, recorded: Promise.resolve(true) };
+  execution.scope.cancel(new CancelRequestedError(accepted.reason));
+  await announceCancel({ ...context, emit: execution.emit }, execution, execution.run, accepted);
+  return true;
+}
+
+/** The control message that carries an accepted cancel to the worker executing the run. */
+function cancelNotice(run: RunRecord, reason: string, stateVersion: number, checkpointId: string) {
+  return { kind: "cancel" as const, tenantId: run.tenantId, runId: run.runId, reason, stateVersion, checkpointId };
 }

@@ -101,10 +101,10 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
     return "cancelled";
   }
 
-  if (current.status === "running" && execution.stopCause?.kind === "shutdown") {
-    // A purposeful stop is not a failure: the run goes back to the queue for the next process.
-    await store.transitionRun({ tenantId: run.tenantId, runId: run.runId, from: ["running"], to: "queued", now });
-    execution.trace("handed_back", { reason: "shutdown" });
+  if ((current.status === "running" || current.status === "interrupted") && execution.stopCause?.kind === "shutdown") {
+    // A purposeful stop (the worker drains) is not a failure: the run goes back to the queue for another worker.
+    await store.transitionRun({ tenantId: run.tenantId, runId: run.runId, from: [current.status], to: "queued", now });
+    execution.trace("handed_back", { reason: "worker_draining" });
     return "handed_back";
   }
 

@@ -1,7 +1,7 @@
 export { Runtime, createRuntime } from "./runtime.js";
 export { CancelRequestedError, conflictDetails } from "./run-errors.js";
 export { recoverRun, type RecoveryContext } from "./recover-run.js";
-export type { RuntimeOptions, RuntimeObserver, StartRunRequest, CancelRunResult } from "./runtime.js";
+export type { RuntimeOptions, RuntimeObserver, RuntimeRole, StartRunRequest, CancelRunResult } from "./runtime.js";
 export { CancelScope, abortableDelay } from "./cancel-scope.js";
 export { runPlan } from "./plan.js";
 export type { StepDefinition, StepContext, StepState, StepStatus, PlanOptions, PlanResult } from "./plan.js";

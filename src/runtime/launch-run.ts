@@ -32,10 +32,15 @@ export interface LaunchRunContext {
   cancelRun(tenantId: string, runId: string, reason: string): Promise<unknown>;
   awaitApproval(execution: RunExecution, operation: OperationRecord, signal: AbortSignal): Promise<"approved" | "rejected">;
   admitNext(tenantId: string, threadId: string): Promise<void>;
+  /** Called once a run's execution ended here, whatever its outcome (a slot is free again). */
+  onRunSettled?(): void;
 }
 
-/** Claims a queued run for this process and executes it in the background. */
-export function launchRun(context: LaunchRunContext, run: RunRecord): void {
+/**
+ * Claims a queued run for this process and executes it in the background; `isClaimed` when the
+ * caller already holds its lease (a worker's batch claim).
+ */
+export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed = false): void {
   const { store, clock, logger } = context;
   const key = runKey(run.tenantId, run.runId);
   const scope = CancelScope.root();
@@ -64,13 +69,15 @@ export function launchRun(context: LaunchRunContext, run: RunRecord): void {
   let isSettled = false;
   const task = (async () => {
     try {
-      const claimed = await store.claimRun({
-        tenantId: run.tenantId,
-        runId: run.runId,
-        owner: context.workerId,
-        leaseExpiresAt: clock.now() + context.leaseMs,
-        now: clock.now(),
-      });
+      const claimed = isClaimed
+        ? run
+        : await store.claimRun({
+            tenantId: run.tenantId,
+            runId: run.runId,
+            owner: context.workerId,
+            leaseExpiresAt: clock.now() + context.leaseMs,
+            now: clock.now(),
+          });
       if (!claimed) return;
       emit({ type: "run.started", run_id: run.runId, thread_id: run.threadId, attempt: claimed.attempt, status: claimed.status });
       execution.run = claimed;
@@ -86,6 +93,7 @@ export function launchRun(context: LaunchRunContext, run: RunRecord): void {
       context.active.delete(key);
       context.disconnectWatch.forget(run.tenantId, run.runId);
       scope.dispose();
+      context.onRunSettled?.();
       if (!context.isClosed()) runInBackground(logger, "admit next run", () => context.admitNext(run.tenantId, run.threadId));
     }
   })();

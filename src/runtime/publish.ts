@@ -24,6 +24,7 @@ export async function publish(execution: RunExecution, request: PublishRequest):
     tenantId: run.tenantId,
     runId: run.runId,
     checkpointId: createId("cp"),
+    attempt: run.attempt,
     now: execution.clock.now(),
   });
   if (published.kind === "rejected") {

@@ -9,7 +9,8 @@ export interface RecoveryContext {
   /** Claims and executes a queued run on this process. */
   launch(run: RunRecord): void;
   trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
-  emitter(run: RunRecord): (draft: RunEventDraft) => void;
+  /** The run's emitter, continuing the attempt's stream (in a scaled deployment, from the shared log). */
+  emitter(run: RunRecord): Promise<(draft: RunEventDraft) => void>;
 }
 
 /**
@@ -31,7 +32,7 @@ export async function recoverRun(run: RunRecord, context: RecoveryContext): Prom
   }
   if (run.status === "cancel_requested" || run.status === "cancelling") {
     const cancelled = await store.finishRun({ ...base, to: "cancelled", from: [run.status], stats: {} });
-    if (cancelled) ended(context, cancelled, "cancelled");
+    if (cancelled) await ended(context, cancelled, "cancelled");
     return cancelled !== undefined;
   }
   if (run.recoveryPolicy === "resume") {
@@ -49,13 +50,13 @@ export async function recoverRun(run: RunRecord, context: RecoveryContext): Prom
     failureReason: "worker_lost",
     failureMessage: "The process running this run stopped before it finished.",
   });
-  if (failed) ended(context, failed, "failed");
+  if (failed) await ended(context, failed, "failed");
   return failed !== undefined;
 }
 
-function ended(context: RecoveryContext, run: RunRecord, action: string): void {
+async function ended(context: RecoveryContext, run: RunRecord, action: string): Promise<void> {
   context.trace(run, "recovered", { action });
-  emitTerminal({ emit: context.emitter(run) }, run, 0);
+  emitTerminal({ emit: await context.emitter(run) }, run, 0);
 }
 
 /**

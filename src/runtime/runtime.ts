@@ -1,11 +1,14 @@
 import { createId, isTerminalStatus, systemClock, type Clock, type RecoveryPolicy, type RunEventDraft, type RunRecord, type ThreadRecord } from "../core/index.js";
+import type { Cluster } from "../cluster/index.js";
 import type { Store } from "../store/index.js";
-import { EventHub } from "../stream/index.js";
+import { EventHub, type RunEventBuffer } from "../stream/index.js";
 import type { Tool } from "../tools/tool.js";
 import { Approvals } from "./approvals.js";
 import { runInBackground } from "./background.js";
 import { abortableDelay } from "./cancel-scope.js";
 import { cancelRun, type CancelRunContext, type CancelRunResult } from "./cancel-run.js";
+import { ClusterWorker } from "./cluster-worker.js";
+import { forwardDecision } from "./forward-decision.js";
 import { titleFromText } from "./demo-model.js";
 import { DisconnectWatch } from "./disconnect-watch.js";
 import { launchRun, type LaunchRunContext } from "./launch-run.js";
@@ -23,6 +26,9 @@ import { startRun, type StartRunContext, type StartRunRequest } from "./start-ru
 export type { RuntimeObserver } from "./runtime-observer.js";
 export type { StartRunRequest } from "./start-run.js";
 export type { CancelRunResult } from "./cancel-run.js";
+
+/** What a process does: `api` serves requests and leaves execution to workers; `worker` executes; `all` both. */
+export type RuntimeRole = "api" | "worker" | "all";
 
 /** Options for {@link createRuntime}. */
 export interface RuntimeOptions {
@@ -43,6 +49,14 @@ export interface RuntimeOptions {
   /** The tools the model may call. */
   tools?: readonly Tool[];
   observer?: RuntimeObserver;
+  /** What this process does (default `all`). `api` and `worker` need a cluster. */
+  role?: RuntimeRole;
+  /** The other processes on the same database (PostgreSQL); none for the embedded default. */
+  cluster?: Cluster;
+  /** A worker executes at most this many runs at once (default 64). */
+  maxConcurrentRuns?: number;
+  /** How often a worker looks for queued runs and accepted cancels without a notification (default 1000 ms). */
+  pollMs?: number;
 }
 
 /**
@@ -65,6 +79,9 @@ export class Runtime {
   readonly #disconnectWatch: DisconnectWatch;
   readonly #tools: ReadonlyMap<string, Tool>;
   readonly #approvals: Approvals;
+  readonly #role: RuntimeRole;
+  readonly #cluster: Cluster | undefined;
+  readonly #worker: ClusterWorker | undefined;
   /** What the start, cancel, launch and confirmation paths share with this facade. */
   readonly #context: StartRunContext & CancelRunContext & LaunchRunContext & OperationConfirmationContext;
   #timers: NodeJS.Timeout[] = [];
@@ -81,6 +98,10 @@ export class Runtime {
     this.#observer = options.observer ?? {};
     this.workerId = options.workerId ?? `wrk_${createId("run").slice(4)}`;
     this.hub = new EventHub({ ttlMs: options.eventTtlMs });
+    this.#role = options.role ?? "all";
+    this.#cluster = options.cluster;
+    if (this.#role !== "all" && !this.#cluster) throw new Error(`The ${this.#role} role needs a cluster (PostgreSQL).`);
+
     this.#tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]));
     this.#disconnectWatch = new DisconnectWatch(options.disconnectGraceMs ?? 5_000, (tenantId, runId) =>
       runInBackground(this.#logger, "on_disconnect cancel", () => this.cancelRun(tenantId, runId, "client_disconnected")),
@@ -105,6 +126,10 @@ export class Runtime {
       active: this.#active,
       executions: this.#executions,
       pendingCancels: this.#pendingCancels,
+      cluster: this.#cluster,
+      onRunSettled: () => {
+        this.#worker?.claimSoon();
+      },
       disconnectWatch: this.#disconnectWatch,
       isClosed: () => this.#isClosed,
       emitter: (run) => this.#emitter(run),
@@ -117,6 +142,24 @@ export class Runtime {
       confirmUnknownOperations: (tenantId, threadId) => confirmUnknownOperations(this.#context, tenantId, threadId),
       awaitApproval: (execution, operation, signal) => this.#approvals.awaitApproval(execution, operation, signal),
     };
+    this.#worker =
+      this.#cluster && this.#role !== "api"
+        ? new ClusterWorker({
+            cluster: this.#cluster,
+            store: this.store,
+            clock: this.#clock,
+            logger: this.#logger,
+            workerId: this.workerId,
+            leaseMs: this.#leaseMs,
+            maxConcurrentRuns: options.maxConcurrentRuns ?? 64,
+            pollMs: options.pollMs ?? 1_000,
+            eventTtlMs: options.eventTtlMs ?? 15 * 60_000,
+            active: this.#active,
+            approvals: this.#approvals,
+            execute: (run) => launchRun(this.#context, run, true),
+            isClosed: () => this.#isClosed,
+          })
+        : undefined;
   }
 
 
@@ -134,8 +177,18 @@ export class Runtime {
     return this.#active.size;
   }
 
-  /** Starts the lease heartbeat and the recovery sweep (and runs one sweep now). */
+  /** What this process does. */
+  get role(): RuntimeRole {
+    return this.#role;
+  }
+
+  /**
+   * Starts the lease heartbeat and the recovery sweep (and runs one sweep now); with a cluster, a
+   * worker also claims queued runs (woken by NOTIFY, polled as the fallback) and listens for the
+   * cancels and approvals other processes accepted. An API process executes nothing.
+   */
   async start(): Promise<void> {
+    if (this.#role === "api") return;
     const heartbeat = setInterval(() => {
       runInBackground(this.#logger, "lease heartbeat", () =>
         this.store.renewLeases(this.workerId, this.#clock.now() + this.#leaseMs),
@@ -145,7 +198,26 @@ export class Runtime {
     heartbeat.unref();
     sweep.unref();
     this.#timers = [heartbeat, sweep];
+    if (this.#worker) this.#timers.push(...this.#worker.start());
     await this.recover();
+    this.#worker?.claimSoon();
+  }
+
+  /**
+   * The buffer to stream a run's events from: this process's own when it executes the run, else
+   * (scaled) the shared log's, followed live. Undefined when the stream is gone.
+   */
+  async openEvents(tenantId: string, run: RunRecord, afterSeq: number): Promise<RunEventBuffer | undefined> {
+    const local = this.hub.get(tenantId, run.runId);
+    if (!this.#cluster || this.#active.has(runKey(tenantId, run.runId))) return local;
+    const buffer = await this.#cluster.follow(this.hub, tenantId, run.runId, run.attempt, afterSeq);
+    if (isTerminalStatus(run.status) && !buffer.terminalEvent) {
+      // The terminal event may be a moment behind the status; if it never comes, the log is gone.
+      const waiter = new AbortController();
+      await Promise.race([buffer.whenTerminal(), abortableDelay(2_000, waiter.signal)]).finally(() => waiter.abort());
+      if (!buffer.terminalEvent) return undefined;
+    }
+    return buffer;
   }
 
   /** Creates a thread with its root checkpoint. */
@@ -205,7 +277,7 @@ export class Runtime {
    * cancelled, since its work stopped with its worker. Returns how many were recovered.
    */
   async recover(): Promise<number> {
-    if (this.#isRecovering || this.#isClosed) return 0;
+    if (this.#isRecovering || this.#isClosed || this.#role === "api") return 0;
     this.#isRecovering = true;
     try {
       const now = this.#clock.now();
@@ -218,7 +290,7 @@ export class Runtime {
           now: this.#clock.now(),
           launch: (queued) => this.#launch(queued),
           trace: (traced, kind, data) => this.#trace(traced, kind, data),
-          emitter: (ended) => this.#emitter(ended),
+          emitter: (ended) => this.#continuingEmitter(ended),
         });
         if (recoveredRun) recovered++;
       }
@@ -229,9 +301,13 @@ export class Runtime {
     }
   }
 
-  /** APPROVE / REJECT the consequential operation a run is paused for. */
-  decide(tenantId: string, runId: string, decision: "approved" | "rejected"): Promise<RunRecord> {
-    return this.#approvals.decide(tenantId, runId, decision);
+  /**
+   * APPROVE / REJECT the consequential operation a run is paused for. Scaled, the decision goes to
+   * the worker holding the run, and the answer is the status it moved the run to.
+   */
+  async decide(tenantId: string, runId: string, decision: "approved" | "rejected"): Promise<RunRecord> {
+    if (!this.#cluster || this.#approvals.isWaiting(tenantId, runId)) return this.#approvals.decide(tenantId, runId, decision);
+    return forwardDecision({ store: this.store, clock: this.#clock, cluster: this.#cluster }, tenantId, runId, decision);
   }
 
   /** The user's confirmation of an operation whose outcome was unknown (a transition of its thread). */
@@ -248,14 +324,25 @@ export class Runtime {
     this.#launch(run);
   }
 
-  /** Claims a queued run for this process and executes it in the background. */
+  /** Claims a queued run for this process and executes it in the background (an API process wakes the workers instead). */
   #launch(run: RunRecord): void {
-    launchRun(this.#context, run);
+    if (this.#role === "api") this.#cluster?.announceQueued();
+    else launchRun(this.#context, run);
   }
 
   /** Appends to the run's buffer; the first event of every attempt is `run.started`. */
   #emitter(run: RunRecord): (draft: RunEventDraft) => void {
-    return createRunEmitter(this.hub, run);
+    const cluster = this.#cluster;
+    return createRunEmitter(this.hub, run, cluster ? (event) => cluster.publishEvent(run.tenantId, event) : undefined);
+  }
+
+  /** The emitter of a run another process was executing: its attempt's stream continues from the shared log. */
+  async #continuingEmitter(run: RunRecord): Promise<(draft: RunEventDraft) => void> {
+    if (this.#cluster && !this.#active.has(runKey(run.tenantId, run.runId))) {
+      await this.#cluster.follow(this.hub, run.tenantId, run.runId, run.attempt);
+      this.#cluster.unfollow(run.tenantId, run.runId);
+    }
+    return this.#emitter(run);
   }
 
   #saveTitle(thread: ThreadRecord, firstMessage: string): void {
@@ -277,8 +364,9 @@ export class Runtime {
   }
 
   /**
-   * Stops the sweeps and hands every run this process is executing back to the queue at its
-   * next safe point (a purposeful stop is not a failure), then waits for them to settle.
+   * Drains: stops claiming and sweeping, and hands every run this process is executing back to
+   * the queue at its next safe point (`worker_draining`: a purposeful stop is not a failure),
+   * then waits for them to settle.
    */
   async close(): Promise<void> {
     this.#isClosed = true;
@@ -287,7 +375,10 @@ export class Runtime {
       execution.stopCause ??= { kind: "shutdown" };
       execution.scope.cancel(new Error("shutdown"));
     }
+    const wasExecuting = this.#executions.size > 0;
     await Promise.allSettled([...this.#executions]);
+    // The runs handed back are queued again: the other workers take them now, not at their next poll.
+    if (wasExecuting) this.#cluster?.announceQueued();
     this.#disconnectWatch.clear();
     this.hub.clear();
   }

@@ -134,7 +134,7 @@ async function runConsequential(
     }
     // The last safe point: after it, the action belongs to the external system.
     signal.throwIfAborted();
-    const begun = await store.beginCommit({ tenantId: run.tenantId, opId: operation.opId, runId: run.runId, now: clock.now() });
+    const begun = await store.beginCommit({ tenantId: run.tenantId, opId: operation.opId, runId: run.runId, attempt: run.attempt, now: clock.now() });
     if (begun.kind === "refused") throw signal.aborted ? signal.reason : new Error(`the commit was refused (run ${begun.runStatus})`);
   } catch (error) {
     // Stopped (or refused) before the hand-over: abandoned, never committed.

@@ -50,10 +50,13 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     }),
   );
   app.use("/v1/*", createAuthMiddleware(options.apiKeys ?? new Map()));
-  registerThreadRoutes(app, options.runtime);
-  registerRunRoutes(app, options.runtime, options.metrics, options);
-  registerOperationRoutes(app, options.runtime);
-  registerMessageRoutes(app, options.runtime);
+  // A worker serves only its health and metrics: clients talk to the API processes.
+  if (options.runtime.role !== "worker") {
+    registerThreadRoutes(app, options.runtime);
+    registerRunRoutes(app, options.runtime, options.metrics, options);
+    registerOperationRoutes(app, options.runtime);
+    registerMessageRoutes(app, options.runtime);
+  }
   registerSystemRoutes(app, options.runtime, options.metrics);
   app.doc31("/v1/openapi.json", {
     openapi: "3.1.0",

@@ -1,5 +1,5 @@
 /**
- * The storage contract: types only. Every adapter (SQLite today, PostgreSQL later) implements it
+ * The storage contract: types only. Every adapter (SQLite, PostgreSQL) implements it
  * and passes one conformance suite. Every method is scoped by tenant, except the system-level
  * ones used by recovery and `tidemark check`, which say so.
  *
@@ -103,6 +103,14 @@ export type CreateRunResult =
   /** An operation of the thread is `outcome_unknown`: it must be confirmed before any other run. */
   | { kind: "operation_unconfirmed"; thread: ThreadRecord; operations: OperationRecord[] };
 
+export interface ClaimQueuedRunsInput {
+  owner: string;
+  leaseExpiresAt: number;
+  /** At most this many runs, oldest first. */
+  limit: number;
+  now: number;
+}
+
 export interface ClaimRunInput {
   tenantId: string;
   runId: string;
@@ -128,6 +136,8 @@ export interface PublishMessageInput {
   stats: Partial<UsageStats>;
   /** Also complete the run in the same transaction (the last step of a run). */
   complete: boolean;
+  /** Fencing: only while the run is in this attempt, so a worker whose lease was taken over publishes nothing. */
+  attempt?: number;
   now: number;
 }
 
@@ -217,6 +227,15 @@ export type PrepareOperationResult =
   | { kind: "committed"; operation: OperationRecord }
   /** The key is `prepared`/`committing`/`outcome_unknown` elsewhere, or the run is not running. */
   | { kind: "refused"; operation: OperationRecord | undefined; reason: "in_progress" | "outcome_unknown" | "run_not_running" };
+
+export interface BeginCommitInput {
+  tenantId: string;
+  opId: string;
+  runId: string;
+  /** Fencing: only while the run is in this attempt (never hand an action over for a run another worker took). */
+  attempt?: number;
+  now: number;
+}
 
 export type BeginCommitResult =
   /** Handed over: phase `committing`, `commitAttempts` + 1, the run's `active_operation` set. */
@@ -323,6 +342,11 @@ export interface Store {
   listThreadsWithWaitingRuns(): Promise<{ tenantId: string; threadId: string }[]>;
   /** queued → running, taking the lease; undefined if the run was not queued. */
   claimRun(input: ClaimRunInput): Promise<RunRecord | undefined>;
+  /**
+   * System-level: claims up to `limit` of the oldest queued runs nobody holds (not waiting behind
+   * another run), as {@link claimRun} does each. Concurrent callers never claim the same run.
+   */
+  claimQueuedRuns(input: ClaimQueuedRunsInput): Promise<RunRecord[]>;
   /** A status change that publishes nothing (e.g. running → cancelling, running → queued). */
   transitionRun(input: TransitionRunInput): Promise<RunRecord | undefined>;
   publishMessage(input: PublishMessageInput): Promise<PublishMessageResult>;
@@ -338,13 +362,15 @@ export interface Store {
   releaseLease(tenantId: string, runId: string, owner: string): Promise<void>;
   /** System-level: extends every lease `owner` holds on a non-terminal run. */
   renewLeases(owner: string, leaseExpiresAt: number): Promise<number>;
+  /** System-level: runs `owner` holds whose cancel was accepted (the fallback when a cancel notice is lost). */
+  listCancelledRuns(owner: string): Promise<RunRecord[]>;
   /** System-level: non-terminal runs whose lease expired, and queued runs nobody claimed since `orphanedBefore`. */
   listRecoverableRuns(now: number, orphanedBefore: number): Promise<RunRecord[]>;
 
   /** Records a consequential operation before its commit (or finds its key's earlier outcome). */
   prepareOperation(input: PrepareOperationInput): Promise<PrepareOperationResult>;
   /** prepared → committing, only while the run is `running` (never after a cancel was accepted). */
-  beginCommit(input: { tenantId: string; opId: string; runId: string; now: number }): Promise<BeginCommitResult>;
+  beginCommit(input: BeginCommitInput): Promise<BeginCommitResult>;
   /** committing → committed | failed; clears the run's `active_operation`. */
   finishOperation(input: FinishOperationInput): Promise<OperationRecord | undefined>;
   /** prepared → abandoned (a Stop or a rejection before the commit). */

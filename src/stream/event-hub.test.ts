@@ -43,6 +43,25 @@ describe("EventHub.ensure", () => {
     expect(second.append(completed("run_a")).seq).toBeGreaterThan(first.lastSeq);
     expect(hub.ensure("t1", "run_a", 3).firstSeq).toBe(2 * ATTEMPT_SEQ_STRIDE + 1);
   });
+
+  it("names the next attempt's buffer as the earlier one's successor, and wakes its subscribers", () => {
+    const hub = new EventHub();
+    const first = hub.ensure("t1", "run_a", 1);
+    let wakeUps = 0;
+    first.subscribe(() => wakeUps++);
+    const second = hub.ensure("t1", "run_a", 2);
+    expect(first.successor).toBe(second);
+    expect(wakeUps).toBe(1);
+  });
+
+  it("never lets a stale attempt's writer replace the newer attempt's buffer", () => {
+    const hub = new EventHub();
+    const second = hub.ensure("t1", "run_a", 2);
+    const stale = hub.ensure("t1", "run_a", 1);
+    expect(stale).not.toBe(second);
+    expect(hub.get("t1", "run_a")).toBe(second);
+    expect(second.successor).toBeUndefined();
+  });
 });
 
 describe("EventHub expiry", () => {

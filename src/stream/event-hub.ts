@@ -30,7 +30,11 @@ export class EventHub {
     const existing = this.#buffers.get(key);
     if (existing && existing.firstSeq === firstSeq) return existing;
     const buffer = new RunEventBuffer(runId, firstSeq);
+    // A stale attempt's writer gets a buffer nobody reads; it never replaces a newer attempt's.
+    if (existing && existing.firstSeq > firstSeq) return buffer;
     this.#buffers.set(key, buffer);
+    // Subscribers of the earlier attempt go on with this one (a handover, not an end).
+    existing?.supersede(buffer);
     void buffer.whenTerminal().then(() => this.#expireLater(key, buffer));
     return buffer;
   }

@@ -24,6 +24,7 @@ export class RunEventBuffer {
   readonly #entries: Entry[] = [];
   readonly #listeners = new Set<() => void>();
   #terminal: RunEvent | undefined;
+  #successor: RunEventBuffer | undefined;
   readonly #terminalWaiters: ((event: RunEvent) => void)[] = [];
 
   constructor(runId: string, firstSeq = 1) {
@@ -101,6 +102,18 @@ export class RunEventBuffer {
   /** A delta's event, with the key order it was appended with (so its bytes never change). */
   #deltaEvent(entry: DeltaEntry, seq: number): RunEvent {
     return { type: "message.delta", run_id: this.runId, message_id: entry.messageId, text: entry.text, seq };
+  }
+
+  /** The next attempt's buffer, once the run was handed over or recovered without ending. */
+  get successor(): RunEventBuffer | undefined {
+    return this.#successor;
+  }
+
+  /** Marks `next` as this attempt's successor and wakes subscribers, so they move on to it. */
+  supersede(next: RunEventBuffer): void {
+    if (this.#terminal || this.#successor) return;
+    this.#successor = next;
+    for (const listener of this.#listeners) listener();
   }
 
   /** Calls `listener` after every append; returns the unsubscribe function. */

@@ -116,6 +116,37 @@ describe("streamRunEvents", () => {
     expect(buffer.subscriberCount).toBe(0);
   });
 
+  it("goes on with the next attempt's buffer when the run is handed over, to its terminal event", async () => {
+    const first = new RunEventBuffer(RUN_ID);
+    first.append({ type: "run.started", run_id: RUN_ID, thread_id: "thr_1", attempt: 1, status: "running" });
+    first.append(delta("half an answer"));
+    const server = await startSseServer(first, { heartbeatMs: 60_000 });
+
+    const second = new RunEventBuffer(RUN_ID, 1_000_000_001);
+    const received: SseMessage[] = [];
+    for await (const message of readSseEvents(await openEvents(`${server.url}/events?after=0`))) {
+      received.push(message);
+      if (message.id === "2") {
+        // The worker drained: attempt 2 starts on another one.
+        first.supersede(second);
+        second.append({ type: "run.started", run_id: RUN_ID, thread_id: "thr_1", attempt: 2, status: "running" });
+        second.append(delta("a whole answer"));
+        second.append(completed);
+      }
+    }
+
+    expect(received.map((message) => [message.id, message.event])).toEqual([
+      ["1", "run.started"],
+      ["2", "message.delta"],
+      ["1000000001", "run.started"],
+      ["1000000002", "message.delta"],
+      ["1000000003", "run.completed"],
+    ]);
+    expect(await server.closed).toBe("terminal");
+    expect(first.subscriberCount).toBe(0);
+    expect(second.subscriberCount).toBe(0);
+  });
+
   it("replays a finished run in full and ends at once", async () => {
     const buffer = new RunEventBuffer(RUN_ID);
     buffer.append(delta("a"));

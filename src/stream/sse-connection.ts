@@ -31,7 +31,8 @@ const MAX_BATCH_EVENTS = 512;
  * terminal event and the end of the response. Writes are batched (one write per wake-up, not per
  * event) and respect backpressure: while the socket is full the connection only keeps a cursor.
  */
-export function streamRunEvents(response: ServerResponse, buffer: RunEventBuffer, options: SseConnectionOptions): void {
+export function streamRunEvents(response: ServerResponse, firstBuffer: RunEventBuffer, options: SseConnectionOptions): void {
+  let buffer = firstBuffer;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const maxBacklog = options.maxBacklogEvents ?? 10_000;
   const stallTimeoutMs = options.stallTimeoutMs ?? 30_000;
@@ -72,6 +73,16 @@ export function streamRunEvents(response: ServerResponse, buffer: RunEventBuffer
       if (isFull) block();
     }
     if (!isClosed && buffer.terminalEvent && cursor >= buffer.terminalEvent.seq) close("terminal");
+    else if (!isClosed && buffer.successor && cursor >= buffer.lastSeq) follow(buffer.successor);
+  };
+
+  // The run was handed over to a new attempt: the stream goes on with it, from its first event.
+  const follow = (next: RunEventBuffer): void => {
+    unsubscribe();
+    buffer = next;
+    cursor = Math.max(cursor, next.firstSeq - 1);
+    unsubscribe = buffer.subscribe(schedule);
+    schedule();
   };
 
   const schedule = (): void => {
@@ -108,7 +119,7 @@ export function streamRunEvents(response: ServerResponse, buffer: RunEventBuffer
     close("client_closed");
   }
 
-  const unsubscribe = buffer.subscribe(schedule);
+  let unsubscribe = buffer.subscribe(schedule);
   const heartbeat = setInterval(() => {
     if (!isBlocked && !isClosed) response.write(formatSseComment("heartbeat"));
   }, heartbeatMs);

@@ -25,8 +25,15 @@ export interface ServerProcess {
 }
 
 /** Starts the CLI's `serve` and resolves once it says it is serving. */
-export async function startServerProcess(options: { dbPath: string; port: number; env?: Record<string, string> }): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [CLI, "serve", "--port", String(options.port), "--db", options.dbPath], {
+export async function startServerProcess(options: {
+  dbPath: string;
+  port: number;
+  env?: Record<string, string>;
+  /** More `serve` arguments (e.g. `--role worker`). */
+  args?: string[];
+}): Promise<ServerProcess> {
+  const args = [CLI, "serve", "--port", String(options.port), "--db", options.dbPath, ...(options.args ?? [])];
+  const child = spawn(process.execPath, args, {
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -72,7 +72,7 @@ export function registerMessageRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime
         details: { status: run.status },
       });
     }
-    const buffer = runtime.hub.get(tenantId, run.runId);
+    const buffer = await runtime.openEvents(tenantId, run, last_seq);
     if (!buffer) {
       throw new TidemarkError("stream_expired", "This run's event stream is no longer available; read the thread's history.", {
         details: { history_url: historyUrl(run.threadId), run_status: run.status },

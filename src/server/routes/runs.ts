@@ -117,7 +117,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
       throw new TidemarkError("invalid_request", "Last-Event-ID must be the seq of an event of this run.");
     }
     const afterSeq = Number(afterText.trim());
-    const buffer = runtime.hub.get(tenantId, run.runId);
+    const buffer = await runtime.openEvents(tenantId, run, afterSeq);
     // The buffer is gone (expired, or lost with a restart), or does not hold the point the client
     // reached: an earlier attempt's stream, or one lost with its process.
     if (!buffer || (afterSeq > 0 && (afterSeq < buffer.firstSeq - 1 || afterSeq > buffer.lastSeq))) {

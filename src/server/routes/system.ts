@@ -6,7 +6,7 @@ import type { ServerMetrics } from "../metrics.js";
 /** `/healthz` and `/metrics` (Prometheus text); neither reveals tenant data. */
 export function registerSystemRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, metrics: ServerMetrics): void {
   app.get("/healthz", function healthz(c) {
-    return c.json({ status: "ok", active_runs: runtime.activeRunCount, model: runtime.model.id });
+    return c.json({ status: "ok", role: runtime.role, active_runs: runtime.activeRunCount, model: runtime.model.id });
   });
   app.get("/metrics", async function prometheusMetrics(c) {
     const text = await metrics.registry.metrics();

@@ -7,7 +7,7 @@
  */
 import type Database from "better-sqlite3";
 import type { CheckpointRecord, MessageRecord, OperationRecord } from "../../core/index.js";
-import { toCheckpoint, toMessage, toOperation, type Row } from "./rows.js";
+import { toCheckpoint, toMessage, toOperation, type Row } from "../rows.js";
 
 /** The rows of one thread of a lineage that a viewer sees. */
 export interface LineageLevel {

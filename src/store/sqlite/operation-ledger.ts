@@ -1,6 +1,7 @@
 /** The operation ledger in the SQLite adapter: an external action prepared, committed, and confirmed (DESIGN §6). */
 import type { OperationPhase, OperationRecord } from "../../core/index.js";
 import type {
+  BeginCommitInput,
   BeginCommitResult,
   ConfirmOperationInput,
   FinishOperationInput,
@@ -8,7 +9,7 @@ import type {
   PrepareOperationResult,
 } from "../store.js";
 import { readLineage, readLineageOperations } from "./lineage.js";
-import { toOperation, type Row } from "./rows.js";
+import { toOperation, type Row } from "../rows.js";
 import type { SqliteContext } from "./sqlite-context.js";
 
 /** JSON text for a column, or NULL for a value that is absent. */
@@ -115,7 +116,7 @@ export function prepareOperation(context: SqliteContext, input: PrepareOperation
 }
 
 /** Hands a prepared operation over to commit, unless the run stopped running. */
-export function beginCommit(context: SqliteContext, input: { tenantId: string; opId: string; runId: string; now: number }): BeginCommitResult {
+export function beginCommit(context: SqliteContext, input: BeginCommitInput): BeginCommitResult {
   const tx = context.db.transaction((): BeginCommitResult => {
     const operation = getOperation(context, input.tenantId, input.opId);
     const run = context.run(input.tenantId, input.runId);
@@ -125,6 +126,7 @@ export function beginCommit(context: SqliteContext, input: { tenantId: string; o
       operation?.phase === "prepared" &&
       operation.runId === input.runId &&
       run?.status === "running" &&
+      (input.attempt === undefined || run.attempt === input.attempt) &&
       setPhase(context, operation, "prepared", "committing", input.now, { commit_attempts: operation.commitAttempts + 1 });
     if (!isHandedOver) return { kind: "refused", operation, runStatus: run?.status };
     context.updateRun(run, { active_operation: operation.opId });

@@ -1,7 +1,7 @@
 /** How a run enters the SQLite store: created, enqueued behind the active run, or admitted from the queue. */
 import { addStats, emptyStats, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord, type UsageStats } from "../../core/index.js";
 import type { CreateRunInput, CreateRunResult } from "../store.js";
-import { toCheckpoint, toRun, type Row } from "./rows.js";
+import { toCheckpoint, toRun, type Row } from "../rows.js";
 import { findRunByIdempotencyKey } from "./run-queries.js";
 import type { SqliteContext } from "./sqlite-context.js";
 

@@ -1,6 +1,7 @@
 /** Worker leases on runs in the SQLite adapter, and the runs recovery must take over. */
 import type { RunRecord } from "../../core/index.js";
-import { toRun, type Row } from "./rows.js";
+import type { ClaimQueuedRunsInput } from "../store.js";
+import { toRun, type Row } from "../rows.js";
 import type { SqliteContext } from "./sqlite-context.js";
 
 /** Releases a worker's lease on a run that is not terminal. */
@@ -27,5 +28,31 @@ export function listRecoverableRuns(context: SqliteContext, now: number, orphane
          OR (status = 'queued' AND is_waiting = 0 AND lease_owner IS NULL AND created_at < ?))
      ORDER BY created_at`,
   ).all(now, orphanedBefore) as Row[];
+  return rows.map(toRun);
+}
+
+/** Claims the oldest queued runs nobody holds; one writer at a time, so no run is claimed twice. */
+export function claimQueuedRuns(context: SqliteContext, input: ClaimQueuedRunsInput): RunRecord[] {
+  const tx = context.db.transaction(() => {
+    const rows = context.sql(
+      `SELECT * FROM runs WHERE status = 'queued' AND is_waiting = 0 AND lease_owner IS NULL
+       ORDER BY created_at, run_id LIMIT ?`,
+    ).all(input.limit) as Row[];
+    return rows.map((row) =>
+      context.setRunStatus(toRun(row), "running", input.now, {
+        lease_owner: input.owner,
+        lease_expires_at: input.leaseExpiresAt,
+        started_at: row.started_at ?? input.now,
+      }),
+    );
+  });
+  return tx();
+}
+
+/** Runs a worker holds whose cancel was accepted. */
+export function listCancelledRuns(context: SqliteContext, owner: string): RunRecord[] {
+  const rows = context.sql(
+    "SELECT * FROM runs WHERE lease_owner = ? AND status IN ('cancel_requested', 'cancelling') ORDER BY created_at",
+  ).all(owner) as Row[];
   return rows.map(toRun);
 }

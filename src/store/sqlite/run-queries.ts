@@ -1,6 +1,6 @@
 /** Run reads in the SQLite adapter: by idempotency key, a thread's live runs, threads with waiting runs. */
 import type { RunRecord } from "../../core/index.js";
-import { toRun, type Row } from "./rows.js";
+import { toRun, type Row } from "../rows.js";
 import type { SqliteContext } from "./sqlite-context.js";
 
 /** The run created with an idempotency key, if any. */

@@ -50,7 +50,7 @@ export function publishMessage(context: SqliteContext, input: PublishMessageInpu
   const tx = context.db.transaction((): PublishMessageResult => {
     const run = context.run(input.tenantId, input.runId);
     // Sticky terminal status and an accepted cancel both win over a late completion.
-    if (!run || run.status !== "running") return { kind: "rejected", run };
+    if (!run || run.status !== "running" || (input.attempt !== undefined && run.attempt !== input.attempt)) return { kind: "rejected", run };
     const thread = context.thread(input.tenantId, run.threadId);
     if (!thread || thread.status !== "active") return { kind: "rejected", run };
     const position = context.nextPosition(thread);

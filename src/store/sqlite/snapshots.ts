@@ -1,7 +1,7 @@
 /** Whole-thread snapshots from the SQLite adapter, as `tidemark check` reads them. */
 import type { ThreadSnapshot } from "../store.js";
 import { readLineage, readLineageCheckpoints, readLineageMessages } from "./lineage.js";
-import { toCheckpoint, toMessage, toRun, toTransition, type Row } from "./rows.js";
+import { toCheckpoint, toMessage, toRun, toTransition, type Row } from "../rows.js";
 import type { SqliteContext } from "./sqlite-context.js";
 
 /** Every thread's snapshot, one at a time, each read in its own transaction. */

@@ -12,7 +12,7 @@ import {
   type ThreadRecord,
   type UsageStats,
 } from "../../core/index.js";
-import { toMessage, toOperation, toRun, toThread, type Row } from "./rows.js";
+import { toMessage, toOperation, toRun, toThread, type Row } from "../rows.js";
 
 /** A checkpoint's decision: its id, kind and time, and only the fields it names (the rest are null). */
 export type CheckpointDecision = Pick<CheckpointRecord, "checkpointId" | "kind" | "createdAt"> &

@@ -2,7 +2,9 @@
 import Database from "better-sqlite3";
 import type { CheckpointRecord, MessageRecord, OperationRecord, RunRecord, ThreadRecord, TraceRecord } from "../../core/index.js";
 import type {
+  BeginCommitInput,
   BeginCommitResult,
+  ClaimQueuedRunsInput,
   ClaimRunInput,
   ConfirmOperationInput,
   CreateRunInput,
@@ -41,14 +43,14 @@ import {
   prepareOperation,
 } from "./operation-ledger.js";
 import { admitNextRun, createRun } from "./run-admission.js";
-import { listRecoverableRuns, releaseLease, renewLeases } from "./run-leases.js";
+import { claimQueuedRuns, listCancelledRuns, listRecoverableRuns, releaseLease, renewLeases } from "./run-leases.js";
 import { findRunByIdempotencyKey, listActiveRuns, listThreadsWithWaitingRuns } from "./run-queries.js";
 import { claimRun, finishRun, publishMessage, requestCancel, transitionRun } from "./run-transitions.js";
 import { scanThreads } from "./snapshots.js";
 import { SqliteContext } from "./sqlite-context.js";
 import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, saveTitle } from "./thread-queries.js";
 import { appendTrace, listTraces } from "./traces.js";
-import { startWalCheckpointer, type WalCheckpointer } from "./wal-checkpointer.js";
+import { startWalCheckpointer, type WalCheckpointer, type WalCheckpointProgress } from "./wal-checkpointer.js";
 
 /** Options for {@link createSqliteStore}. */
 export interface SqliteStoreOptions {
@@ -61,6 +63,8 @@ export interface SqliteStoreOptions {
   checkpointIntervalMs?: number;
   /** Where checkpoint failures are reported (default: ignored; the next one retries). */
   onBackgroundError?: (message: string) => void;
+  /** Each background checkpoint's progress (tests wait on it). */
+  onWalCheckpoint?: (progress: WalCheckpointProgress) => void;
 }
 
 /**
@@ -78,7 +82,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
   const isFile = options.path !== ":memory:" && !options.path.startsWith("file::memory:") && options.path !== "";
   if (!isFile || intervalMs <= 0) return new SqliteStore(db, undefined);
   db.pragma("wal_autocheckpoint = 0");
-  return new SqliteStore(db, startWalCheckpointer(options.path, intervalMs, options.onBackgroundError ?? (() => {})));
+  return new SqliteStore(db, startWalCheckpointer(options.path, intervalMs, options.onBackgroundError ?? (() => {}), options.onWalCheckpoint));
 }
 
 /**
@@ -150,6 +154,14 @@ class SqliteStore implements Store {
     return claimRun(this.#context, input);
   }
 
+  async claimQueuedRuns(input: ClaimQueuedRunsInput): Promise<RunRecord[]> {
+    return claimQueuedRuns(this.#context, input);
+  }
+
+  async listCancelledRuns(owner: string): Promise<RunRecord[]> {
+    return listCancelledRuns(this.#context, owner);
+  }
+
   async transitionRun(input: TransitionRunInput): Promise<RunRecord | undefined> {
     return transitionRun(this.#context, input);
   }
@@ -190,7 +202,7 @@ class SqliteStore implements Store {
     return prepareOperation(this.#context, input);
   }
 
-  async beginCommit(input: { tenantId: string; opId: string; runId: string; now: number }): Promise<BeginCommitResult> {
+  async beginCommit(input: BeginCommitInput): Promise<BeginCommitResult> {
     return beginCommit(this.#context, input);
   }
 

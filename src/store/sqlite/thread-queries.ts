@@ -2,7 +2,7 @@
 import { emptyStats, type CheckpointRecord, type MessageRecord, type ThreadRecord } from "../../core/index.js";
 import type { CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions } from "../store.js";
 import { prefixLength, readLineage, readLineageCheckpoints, readLineageMessages, type LineageLevel } from "./lineage.js";
-import { toCheckpoint, type Row } from "./rows.js";
+import { toCheckpoint, type Row } from "../rows.js";
 import type { SqliteContext } from "./sqlite-context.js";
 
 /** Creates a thread with its `thread_created` checkpoint at version 1. */

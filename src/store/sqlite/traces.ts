@@ -1,6 +1,6 @@
 /** Run traces in the SQLite adapter. */
 import type { TraceRecord } from "../../core/index.js";
-import { toTrace, type Row } from "./rows.js";
+import { toTrace, type Row } from "../rows.js";
 import type { SqliteContext } from "./sqlite-context.js";
 
 /** Appends one trace record. */

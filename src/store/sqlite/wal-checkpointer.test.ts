@@ -30,15 +30,33 @@ describe("the WAL checkpointer", () => {
     dirs.push(dir);
     const path = join(dir, "store.db");
     const errors: string[] = [];
-    const store = createSqliteStore({ path, checkpointIntervalMs: 5, onBackgroundError: (message) => errors.push(message) });
+    // Resolves at the first checkpoint begun after the burst that copied the whole WAL back (the
+    // next writer then starts the WAL file over).
+    let onComplete: ((startedAt: number) => void) | undefined;
+    const store = createSqliteStore({
+      path,
+      checkpointIntervalMs: 5,
+      onBackgroundError: (message) => errors.push(message),
+      onWalCheckpoint: ({ log, checkpointed, startedAt }) => {
+        if (log > 0 && checkpointed === log) onComplete?.(startedAt);
+      },
+    });
+    const fullyCheckpointed = (): Promise<void> => {
+      const burstEndedAt = Date.now();
+      return new Promise((resolve) => {
+        onComplete = (startedAt) => {
+          if (startedAt > burstEndedAt) resolve();
+        };
+      });
+    };
     // The WAL file keeps its high-water size and is reused once checkpointed: after the first
     // burst it must stop growing. Without any checkpoint it would grow by a burst every round.
     await writeThreads(store, 300);
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await fullyCheckpointed();
     const afterFirstBurst = walBytes(path);
     for (let round = 1; round < 6; round++) {
       await writeThreads(store, 300);
-      await new Promise((resolve) => setTimeout(resolve, 30));
+      await fullyCheckpointed();
     }
     expect(walBytes(path)).toBeLessThan(afterFirstBurst * 1.5);
     const reader = new Database(path, { readonly: true });

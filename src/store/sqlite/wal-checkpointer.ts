@@ -10,7 +10,9 @@ const db = new Database(workerData.path, { fileMustExist: true });
 db.pragma("busy_timeout = 5000");
 const timer = setInterval(() => {
   try {
-    db.pragma("wal_checkpoint(PASSIVE)");
+    const startedAt = Date.now();
+    const [result] = db.pragma("wal_checkpoint(PASSIVE)");
+    if (workerData.isReporting) parentPort.postMessage({ log: result.log, checkpointed: result.checkpointed, startedAt });
   } catch (error) {
     parentPort.postMessage({ error: String(error) });
   }
@@ -23,6 +25,13 @@ parentPort.on("message", (message) => {
 });
 `;
 
+/** One checkpoint's result: frames in the WAL, how many of them are now in the database file, and when it began. */
+export interface WalCheckpointProgress {
+  log: number;
+  checkpointed: number;
+  startedAt: number;
+}
+
 /** A background WAL checkpointer; `close()` stops it and closes its connection. */
 export interface WalCheckpointer {
   close(): Promise<void>;
@@ -34,12 +43,21 @@ export interface WalCheckpointer {
  * that commit may be a Stop's. With `wal_autocheckpoint = 0` on the main connection and this
  * worker checkpointing every `intervalMs`, no commit on the main thread ever fsyncs.
  */
-export function startWalCheckpointer(path: string, intervalMs: number, onError: (message: string) => void): WalCheckpointer {
+export function startWalCheckpointer(
+  path: string,
+  intervalMs: number,
+  onError: (message: string) => void,
+  onCheckpoint?: (progress: WalCheckpointProgress) => void,
+): WalCheckpointer {
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, driver, intervalMs } });
+  const isReporting = onCheckpoint !== undefined;
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, driver, intervalMs, isReporting } });
   worker.unref();
-  worker.on("message", (message: { error?: string }) => {
+  worker.on("message", (message: { error?: string } & Partial<WalCheckpointProgress>) => {
     if (message.error) onError(message.error);
+    else if (message.log !== undefined && message.checkpointed !== undefined && message.startedAt !== undefined) {
+      onCheckpoint?.({ log: message.log, checkpointed: message.checkpointed, startedAt: message.startedAt });
+    }
   });
   worker.on("error", (error) => onError(String(error)));
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));

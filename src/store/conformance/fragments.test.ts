@@ -1,32 +1,16 @@
 /**
- * saveFragment and deleteMessage on the SQLite adapter: each is one transition (version + 1 with
- * its checkpoint), a fragment is saved only for a terminal run at the end of the thread, only a
+ * saveFragment and deleteMessage on every adapter: each is one transition (version + 1 with its
+ * checkpoint), a fragment is saved only for a terminal run at the end of the thread, only a
  * fragment can be deleted, and the store stays clean for `tidemark check`.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { checkStore } from "../../check/index.js";
 import { createId, type RunRecord } from "../../core/index.js";
-import type { Store } from "../store.js";
-import { createSqliteStore } from "./sqlite-store.js";
+import { adapters } from "./adapters.js";
+import { expectKind, StoreFixture, TENANT } from "./fixtures.js";
 
-const TENANT = "tenant_a";
-let store: Store;
-let now: number;
-const tick = (): number => (now += 1_000);
-
-beforeEach(() => {
-  store = createSqliteStore({ path: ":memory:" });
-  now = 1_700_000_000_000;
-});
-
-afterEach(async () => {
-  await store.close();
-});
-
-function expectKind<T extends { kind: string }, K extends T["kind"]>(result: T, kind: K): Extract<T, { kind: K }> {
-  expect(result.kind).toBe(kind);
-  return result as Extract<T, { kind: K }>;
-}
+const fx = new StoreFixture();
+const { store, tick } = fx;
 
 /** A new thread with one run, claimed; `threadId` reuses a thread. */
 async function runningRun(threadId?: string): Promise<RunRecord> {
@@ -47,7 +31,7 @@ async function runningRun(threadId?: string): Promise<RunRecord> {
     now: tick(),
   });
   const { run } = expectKind(created, "created");
-  return (await store.claimRun({ tenantId: TENANT, runId: run.runId, owner: "w", leaseExpiresAt: now + 30_000, now: tick() }))!;
+  return (await store.claimRun({ tenantId: TENANT, runId: run.runId, owner: "w", leaseExpiresAt: fx.now + 30_000, now: tick() }))!;
 }
 
 /** A run stopped by the user: cancel accepted, then the worker confirmed it. */
@@ -71,7 +55,9 @@ async function expectClean(): Promise<void> {
   expect((await checkStore(store)).violations).toEqual([]);
 }
 
-describe("saveFragment", () => {
+describe.each(adapters)("saveFragment ($name)", (adapter) => {
+  fx.use(adapter);
+
   it("appends an assistant fragment of the run with a fragment_saved checkpoint, one version up", async () => {
     const run = await stoppedRun();
     const before = (await store.getThread(TENANT, run.threadId))!;
@@ -143,7 +129,9 @@ describe("saveFragment", () => {
   });
 });
 
-describe("deleteMessage", () => {
+describe.each(adapters)("deleteMessage ($name)", (adapter) => {
+  fx.use(adapter);
+
   it("marks a fragment deleted with a message_deleted checkpoint, one version up; the row stays", async () => {
     const run = await stoppedRun();
     const saved = expectKind(await save(run), "saved");

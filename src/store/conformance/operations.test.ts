@@ -1,34 +1,17 @@
 /**
- * The operation ledger in the SQLite adapter (DESIGN §6): one row per business key, every phase
+ * The operation ledger on every adapter (DESIGN §6): one row per business key, every phase
  * change a compare-and-set, no commit handed over once a cancel was accepted, and an unknown
  * outcome blocking the thread until it is confirmed.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { checkThread } from "../../check/index.js";
 import { createId, type RunRecord } from "../../core/index.js";
-import type { PrepareOperationInput, Store } from "../store.js";
-import { createSqliteStore } from "./sqlite-store.js";
+import type { PrepareOperationInput } from "../store.js";
+import { adapters } from "./adapters.js";
+import { expectKind, OTHER_TENANT, StoreFixture, TENANT } from "./fixtures.js";
 
-const TENANT = "tenant_a";
-const OTHER_TENANT = "tenant_b";
-
-let store: Store;
-let now: number;
-const tick = (): number => (now += 1_000);
-
-beforeEach(() => {
-  store = createSqliteStore({ path: ":memory:" });
-  now = 1_700_000_000_000;
-});
-
-afterEach(async () => {
-  await store.close();
-});
-
-function expectKind<T extends { kind: string }, K extends T["kind"]>(result: T, kind: K): Extract<T, { kind: K }> {
-  expect(result.kind).toBe(kind);
-  return result as Extract<T, { kind: K }>;
-}
+const fx = new StoreFixture();
+const { store, tick } = fx;
 
 /** Creates and claims a run on `threadId` (a new thread when absent). */
 async function runningRun(tenantId = TENANT, threadId?: string): Promise<RunRecord> {
@@ -55,7 +38,7 @@ async function runningRun(tenantId = TENANT, threadId?: string): Promise<RunReco
     }),
     "created",
   );
-  const claimed = await store.claimRun({ tenantId, runId, owner: "worker-1", leaseExpiresAt: now + 60_000, now: tick() });
+  const claimed = await store.claimRun({ tenantId, runId, owner: "worker-1", leaseExpiresAt: fx.now + 60_000, now: tick() });
   return claimed!;
 }
 
@@ -113,7 +96,9 @@ async function threadClean(run: RunRecord) {
   }
 }
 
-describe("prepareOperation", () => {
+describe.each(adapters)("prepareOperation ($name)", (adapter) => {
+  fx.use(adapter);
+
   it("records a prepared row and advances the thread one version with an operation_prepared checkpoint", async () => {
     const run = await runningRun();
     const before = (await store.getThread(TENANT, run.threadId))!;
@@ -234,7 +219,9 @@ describe("prepareOperation", () => {
   });
 });
 
-describe("beginCommit", () => {
+describe.each(adapters)("beginCommit ($name)", (adapter) => {
+  fx.use(adapter);
+
   it("hands a prepared operation over once: committing, one attempt, the run's active operation set", async () => {
     const run = await runningRun();
     const operation = await prepared(run);
@@ -267,6 +254,17 @@ describe("beginCommit", () => {
     expect(await store.abandonOperation({ tenantId: TENANT, opId: operation.opId, now: tick() })).toBeUndefined();
   });
 
+  it("is fenced by attempt: never hands an action over for a run another worker took", async () => {
+    const run = await runningRun();
+    const operation = await prepared(run);
+    await store.transitionRun({ tenantId: TENANT, runId: run.runId, from: ["running"], to: "queued", now: tick() });
+    const taken = await store.claimRun({ tenantId: TENANT, runId: run.runId, owner: "worker-2", leaseExpiresAt: fx.now + 60_000, now: tick() });
+    expect(taken?.attempt).toBe(run.attempt + 1);
+    const stale = await store.beginCommit({ tenantId: TENANT, opId: operation.opId, runId: run.runId, attempt: run.attempt, now: tick() });
+    expect(stale).toMatchObject({ kind: "refused", runStatus: "running", operation: { phase: "prepared", commitAttempts: 0 } });
+    expect((await store.getRun(TENANT, run.runId))!.activeOperation).toBeNull();
+  });
+
   it("refuses a run that did not prepare the operation, and an unknown operation", async () => {
     const run = await runningRun();
     const operation = await prepared(run);
@@ -284,7 +282,9 @@ describe("beginCommit", () => {
   });
 });
 
-describe("finishOperation and abandonOperation", () => {
+describe.each(adapters)("finishOperation and abandonOperation ($name)", (adapter) => {
+  fx.use(adapter);
+
   it("committing → committed once, clearing the run's active operation; the second finish changes nothing", async () => {
     const run = await runningRun();
     const operation = await committing(run);
@@ -322,7 +322,9 @@ describe("finishOperation and abandonOperation", () => {
   });
 });
 
-describe("markOutcomesUnknown and confirmOperation", () => {
+describe.each(adapters)("markOutcomesUnknown and confirmOperation ($name)", (adapter) => {
+  fx.use(adapter);
+
   it("marks only the run's committing operations", async () => {
     const run = await runningRun();
     const inFlight = await committing(run, "k1");
@@ -424,7 +426,9 @@ describe("markOutcomesUnknown and confirmOperation", () => {
   });
 });
 
-describe("listOperations and scanThreads", () => {
+describe.each(adapters)("listOperations and scanThreads ($name)", (adapter) => {
+  fx.use(adapter);
+
   it("lists a thread's operations oldest first, and scanThreads carries them", async () => {
     const run = await runningRun();
     const first = await prepared(run, "k1");

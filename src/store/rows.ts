@@ -1,4 +1,4 @@
-/** Row ↔ record mapping for the SQLite adapter. */
+/** Row ↔ record mapping shared by the SQLite and PostgreSQL adapters (same column names). */
 import type {
   CheckpointRecord,
   MessageRecord,
@@ -9,8 +9,8 @@ import type {
   ThreadRecord,
   TraceRecord,
   UsageStats,
-} from "../../core/index.js";
-import { emptyStats } from "../../core/index.js";
+} from "../core/index.js";
+import { emptyStats } from "../core/index.js";
 
 export type Row = Record<string, unknown>;
 

@@ -1,17 +1,16 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+/**
+ * Enqueued runs on every adapter: a run may wait behind the thread's active run, touching nothing
+ * until it is admitted, oldest first, as a transition of its own.
+ */
+import { describe, expect, it } from "vitest";
 import { createId, type RunRecord } from "../../core/index.js";
-import type { CreateRunInput, Store } from "../store.js";
-import { createSqliteStore } from "./sqlite-store.js";
+import type { CreateRunInput } from "../store.js";
+import { adapters } from "./adapters.js";
+import { StoreFixture } from "./fixtures.js";
 
 const T = "tenant";
-let store: Store;
-let now = 1_000;
-beforeEach(() => {
-  store = createSqliteStore({ path: ":memory:" });
-});
-afterEach(async () => {
-  await store.close();
-});
+const fx = new StoreFixture();
+const { store } = fx;
 
 function runInput(threadId: string, content: string, enqueue = false): CreateRunInput {
   return {
@@ -28,18 +27,20 @@ function runInput(threadId: string, content: string, enqueue = false): CreateRun
     recoveryPolicy: "fail",
     expectedStateVersion: null,
     enqueue,
-    now: ++now,
+    now: ++fx.now,
   };
 }
 
 async function busyThread(): Promise<{ threadId: string; active: RunRecord }> {
-  const thread = await store.createThread({ tenantId: T, threadId: createId("thr"), checkpointId: createId("cp"), metadata: {}, now: ++now });
+  const thread = await store.createThread({ tenantId: T, threadId: createId("thr"), checkpointId: createId("cp"), metadata: {}, now: ++fx.now });
   const created = await store.createRun(runInput(thread.threadId, "first"));
   if (created.kind !== "created") throw new Error(created.kind);
   return { threadId: thread.threadId, active: created.run };
 }
 
-describe("enqueued runs", () => {
+describe.each(adapters)("enqueued runs ($name)", (adapter) => {
+  fx.use(adapter);
+
   it("wait without touching the thread: no message, no version, the active run unchanged", async () => {
     const { threadId, active } = await busyThread();
     const before = await store.getThread(T, threadId);
@@ -58,18 +59,18 @@ describe("enqueued runs", () => {
     const { threadId, active } = await busyThread();
     const second = await store.createRun(runInput(threadId, "second", true));
     const third = await store.createRun(runInput(threadId, "third", true));
-    expect(await store.admitNextRun(T, threadId, createId("cp"), ++now)).toBeUndefined();
-    await store.claimRun({ tenantId: T, runId: active.runId, owner: "w", leaseExpiresAt: now + 10_000, now: ++now });
-    await store.finishRun({ tenantId: T, runId: active.runId, to: "completed", from: ["running"], stats: {}, now: ++now });
+    expect(await store.admitNextRun(T, threadId, createId("cp"), ++fx.now)).toBeUndefined();
+    await store.claimRun({ tenantId: T, runId: active.runId, owner: "w", leaseExpiresAt: fx.now + 10_000, now: ++fx.now });
+    await store.finishRun({ tenantId: T, runId: active.runId, to: "completed", from: ["running"], stats: {}, now: ++fx.now });
     const version = (await store.getThread(T, threadId))!.stateVersion;
-    const admitted = await store.admitNextRun(T, threadId, createId("cp"), ++now);
+    const admitted = await store.admitNextRun(T, threadId, createId("cp"), ++fx.now);
     expect(admitted?.runId).toBe(second.kind === "enqueued" ? second.run.runId : "");
     expect(admitted).toMatchObject({ isWaiting: false, status: "queued", stateVersion: version + 1 });
     const thread = await store.getThread(T, threadId);
     expect(thread).toMatchObject({ activeRunId: admitted?.runId, stateVersion: version + 1 });
     expect((await store.listMessages(T, threadId)).map((message) => message.content)).toEqual(["first", "second"]);
     // The third waits for the second.
-    expect(await store.admitNextRun(T, threadId, createId("cp"), ++now)).toBeUndefined();
+    expect(await store.admitNextRun(T, threadId, createId("cp"), ++fx.now)).toBeUndefined();
     expect(third.kind).toBe("enqueued");
   });
 
@@ -77,13 +78,13 @@ describe("enqueued runs", () => {
     const { threadId, active } = await busyThread();
     const waiting = await store.createRun(runInput(threadId, "second", true));
     if (waiting.kind !== "enqueued") throw new Error(waiting.kind);
-    const cancel = await store.requestCancel({ tenantId: T, runId: waiting.run.runId, reason: "user", checkpointId: createId("cp"), pendingStep: null, now: ++now });
+    const cancel = await store.requestCancel({ tenantId: T, runId: waiting.run.runId, reason: "user", checkpointId: createId("cp"), pendingStep: null, now: ++fx.now });
     expect(cancel.kind === "accepted" && cancel.run.status).toBe("cancelled");
     expect((await store.getThread(T, threadId))?.activeRunId).toBe(active.runId);
-    expect((await store.listRecoverableRuns(now + 1_000_000, now + 1_000_000)).map((run) => run.runId)).not.toContain(waiting.run.runId);
-    await store.claimRun({ tenantId: T, runId: active.runId, owner: "w", leaseExpiresAt: now + 10_000, now: ++now });
-    await store.finishRun({ tenantId: T, runId: active.runId, to: "completed", from: ["running"], stats: {}, now: ++now });
-    expect(await store.admitNextRun(T, threadId, createId("cp"), ++now)).toBeUndefined();
+    expect((await store.listRecoverableRuns(fx.now + 1_000_000, fx.now + 1_000_000)).map((run) => run.runId)).not.toContain(waiting.run.runId);
+    await store.claimRun({ tenantId: T, runId: active.runId, owner: "w", leaseExpiresAt: fx.now + 10_000, now: ++fx.now });
+    await store.finishRun({ tenantId: T, runId: active.runId, to: "completed", from: ["running"], stats: {}, now: ++fx.now });
+    expect(await store.admitNextRun(T, threadId, createId("cp"), ++fx.now)).toBeUndefined();
   });
 
   it("recovery finds threads whose admission was lost, and a waiting run is never taken for an orphan", async () => {
@@ -91,8 +92,8 @@ describe("enqueued runs", () => {
     const waiting = await store.createRun(runInput(threadId, "second", true));
     if (waiting.kind !== "enqueued") throw new Error(waiting.kind);
     expect(await store.listThreadsWithWaitingRuns()).toEqual([]);
-    expect((await store.listRecoverableRuns(now + 1_000_000, now + 1_000_000)).map((run) => run.runId)).toEqual([active.runId]);
-    await store.requestCancel({ tenantId: T, runId: active.runId, reason: "user", checkpointId: createId("cp"), pendingStep: null, now: ++now });
+    expect((await store.listRecoverableRuns(fx.now + 1_000_000, fx.now + 1_000_000)).map((run) => run.runId)).toEqual([active.runId]);
+    await store.requestCancel({ tenantId: T, runId: active.runId, reason: "user", checkpointId: createId("cp"), pendingStep: null, now: ++fx.now });
     expect(await store.listThreadsWithWaitingRuns()).toEqual([{ tenantId: T, threadId }]);
   });
 });

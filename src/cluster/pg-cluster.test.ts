@@ -1,0 +1,165 @@
+/**
+ * The cluster over a real PostgreSQL: events written by one process reach another's hub gapless
+ * and in order (across attempts, and through the fallback read when no NOTIFY comes), control
+ * messages and wake-ups reach every process, and only ended runs' logs are pruned.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createId, type RunEvent, type RunEventDraft } from "../core/index.js";
+import { EventHub, type RunEventBuffer } from "../stream/index.js";
+import { createTestPostgresStore, TEST_PG_URL } from "../testing/postgres-test-database.js";
+import type { Store } from "../store/index.js";
+import type { Cluster, ControlMessage } from "./cluster.js";
+import { createPgCluster } from "./pg-cluster.js";
+
+const T = "tenant_a";
+let store: Store & { schema: string };
+let writer: Cluster;
+let reader: Cluster;
+
+beforeEach(async () => {
+  store = await createTestPostgresStore();
+  writer = await createPgCluster({ url: TEST_PG_URL, schema: store.schema, eventPollMs: 50 });
+  reader = await createPgCluster({ url: TEST_PG_URL, schema: store.schema, eventPollMs: 50 });
+});
+
+afterEach(async () => {
+  await writer.close();
+  await reader.close();
+  await store.close();
+});
+
+/** A writer-side emitter: appends to the writer's hub and publishes, as the runtime does. */
+function emitterFor(hub: EventHub, runId: string, attempt: number): (draft: RunEventDraft) => RunEvent {
+  const buffer = hub.ensure(T, runId, attempt);
+  return (draft) => {
+    const event = buffer.append(draft);
+    writer.publishEvent(T, event);
+    return event;
+  };
+}
+
+/** Resolves once `buffer` holds `seq` (or it ended). */
+function until(buffer: RunEventBuffer, predicate: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    if (predicate()) return resolve();
+    const unsubscribe = buffer.subscribe(() => {
+      if (predicate()) {
+        unsubscribe();
+        resolve();
+      }
+    });
+  });
+}
+
+const delta = (runId: string, text: string): RunEventDraft => ({ type: "message.delta", run_id: runId, message_id: "msg_1", text });
+
+describe("PgCluster", () => {
+  it("fans a run's events out to another process, gapless and in order, to the terminal event", async () => {
+    const runId = createId("run");
+    const writerHub = new EventHub();
+    const emit = emitterFor(writerHub, runId, 1);
+    emit({ type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 1, status: "running" });
+    for (let index = 0; index < 50; index++) emit(delta(runId, `w${index} `));
+    const readerHub = new EventHub();
+    // Joins mid-stream and waits for what was already sent.
+    const buffer = await reader.follow(readerHub, T, runId, 1, 51);
+    expect(buffer.lastSeq).toBe(51);
+    for (let index = 50; index < 200; index++) emit(delta(runId, `w${index} `));
+    emit({ type: "run.completed", run_id: runId, published_message_id: "msg_1", stats: {} } as unknown as RunEventDraft);
+    await buffer.whenTerminal();
+    const events = buffer.eventsBetween(0, buffer.lastSeq);
+    expect(events.map((event) => event.seq)).toEqual(Array.from({ length: 202 }, (_, index) => index + 1));
+    expect(events).toEqual(writerHub.get(T, runId)!.eventsBetween(0, 202));
+    writerHub.clear();
+    readerHub.clear();
+  });
+
+  it("moves a follower to the next attempt, and the earlier buffer names its successor", async () => {
+    const runId = createId("run");
+    const writerHub = new EventHub();
+    const readerHub = new EventHub();
+    const first = emitterFor(writerHub, runId, 1);
+    first({ type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 1, status: "running" });
+    first(delta(runId, "before the handover"));
+    const buffer = await reader.follow(readerHub, T, runId, 1, 2);
+    const second = emitterFor(writerHub, runId, 2);
+    second({ type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 2, status: "running" });
+    await until(buffer, () => buffer.successor !== undefined);
+    const next = buffer.successor!;
+    await until(next, () => next.lastSeq >= 1_000_000_001);
+    expect(next.firstSeq).toBe(1_000_000_001);
+    expect(next.eventsBetween(0, next.lastSeq)[0]).toMatchObject({ type: "run.started", attempt: 2 });
+    writerHub.clear();
+    readerHub.clear();
+  });
+
+  it("catches up through the fallback read when no notification names the run", async () => {
+    const runId = createId("run");
+    const readerHub = new EventHub();
+    const buffer = await reader.follow(readerHub, T, runId, 1);
+    expect(buffer.isEmpty).toBe(true);
+    // Written behind the cluster's back: no NOTIFY.
+    const { default: pg } = await import("pg");
+    const client = new pg.Client({ connectionString: TEST_PG_URL });
+    await client.connect();
+    try {
+      const started = { type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 1, status: "running", seq: 1 };
+      await client.query(`INSERT INTO ${store.schema}.run_events (tenant_id, run_id, seq, event, at) VALUES ($1, $2, 1, $3, 0)`, [
+        T,
+        runId,
+        JSON.stringify(started),
+      ]);
+    } finally {
+      await client.end();
+    }
+    await until(buffer, () => buffer.lastSeq === 1);
+    expect(buffer.eventsBetween(0, 1)[0]).toMatchObject({ type: "run.started", seq: 1 });
+    readerHub.clear();
+  });
+
+  it("delivers control messages and wake-ups to every process", async () => {
+    const received = new Promise<ControlMessage>((resolve) => reader.onControl(resolve));
+    const woken = new Promise<void>((resolve) => reader.onQueued(resolve));
+    const message: ControlMessage = { kind: "cancel", tenantId: T, runId: createId("run"), reason: "user_requested", stateVersion: 3, checkpointId: "cp_x" };
+    await writer.sendControl(message);
+    writer.announceQueued();
+    expect(await received).toEqual(message);
+    await woken;
+  });
+
+  it("prunes the logs of runs that ended before the cutoff, and only those", async () => {
+    const thread = await store.createThread({ tenantId: T, threadId: createId("thr"), checkpointId: createId("cp"), metadata: {}, now: 1 });
+    const runs = [];
+    for (const name of ["ended", "active"]) {
+      const runId = createId("run");
+      const created = await store.createRun({
+        tenantId: T,
+        runId,
+        threadId: thread.threadId,
+        input: { role: "user", content: name },
+        inputMessageId: createId("msg"),
+        checkpointId: createId("cp"),
+        idempotencyKey: null,
+        requestHash: name,
+        model: "demo",
+        onDisconnect: "continue",
+        recoveryPolicy: "fail",
+        expectedStateVersion: null,
+        enqueue: true,
+        now: 2,
+      });
+      expect(["created", "enqueued"]).toContain(created.kind);
+      runs.push(runId);
+    }
+    await store.requestCancel({ tenantId: T, runId: runs[0]!, reason: "test", checkpointId: createId("cp"), pendingStep: null, now: 3 });
+    const hub = new EventHub();
+    for (const runId of runs) emitterFor(hub, runId, 1)({ type: "run.started", run_id: runId, thread_id: thread.threadId, attempt: 1, status: "queued" });
+    await writer.close();
+    writer = await createPgCluster({ url: TEST_PG_URL, schema: store.schema });
+    expect(await writer.pruneEvents(Date.now())).toBe(1);
+    const readerHub = new EventHub();
+    expect((await reader.follow(readerHub, T, runs[1]!, 1)).lastSeq).toBe(1);
+    hub.clear();
+    readerHub.clear();
+  });
+});

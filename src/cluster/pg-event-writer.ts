@@ -1,0 +1,86 @@
+/**
+ * Appends the events this process emits to `run_events`, in order, many per statement: while one
+ * insert is in flight the next batch gathers (group commit), so the cost per event falls as the
+ * rate rises. The insert wakes the API processes with one NOTIFY naming the runs it touched.
+ */
+import type pg from "pg";
+import type { RunEvent } from "../core/index.js";
+import type { Logger } from "../runtime/index.js";
+
+interface PendingEvent {
+  tenantId: string;
+  runId: string;
+  seq: number;
+  json: string;
+  at: number;
+}
+
+/** A NOTIFY payload must stay under 8000 bytes; past this the payload says "every run". */
+const MAX_PAYLOAD = 7_000;
+const MAX_BATCH = 2_000;
+
+export class PgEventWriter {
+  readonly #pool: pg.Pool;
+  readonly #channel: string;
+  readonly #logger: Logger;
+  #pending: PendingEvent[] = [];
+  #flushing: Promise<void> | undefined;
+
+  constructor(pool: pg.Pool, channel: string, logger: Logger) {
+    this.#pool = pool;
+    this.#channel = channel;
+    this.#logger = logger;
+  }
+
+  push(tenantId: string, event: RunEvent): void {
+    this.#pending.push({ tenantId, runId: event.run_id, seq: event.seq, json: JSON.stringify(event), at: Date.now() });
+    this.#flushing ??= this.#drain().finally(() => (this.#flushing = undefined));
+  }
+
+  /** Resolves once everything pushed so far is written (or given up on). */
+  async flush(): Promise<void> {
+    while (this.#flushing) await this.#flushing;
+  }
+
+  async #drain(): Promise<void> {
+    // One turn first, so the events of this tick travel together.
+    await new Promise(setImmediate);
+    while (this.#pending.length > 0) {
+      const batch = this.#pending.splice(0, MAX_BATCH);
+      await this.#write(batch);
+    }
+  }
+
+  async #write(batch: PendingEvent[]): Promise<void> {
+    const runs = [...new Set(batch.map((event) => event.runId))].join(",");
+    const payload = runs.length <= MAX_PAYLOAD ? runs : "*";
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#pool.query(
+          `WITH written AS (
+             INSERT INTO run_events (tenant_id, run_id, seq, event, at)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[])
+             ON CONFLICT DO NOTHING RETURNING 1)
+           SELECT pg_notify($6, $7) FROM (SELECT count(*) FROM written) AS counted`,
+          [
+            batch.map((event) => event.tenantId),
+            batch.map((event) => event.runId),
+            batch.map((event) => event.seq),
+            batch.map((event) => event.json),
+            batch.map((event) => event.at),
+            this.#channel,
+            payload,
+          ],
+        );
+        return;
+      } catch (error) {
+        // Other API processes would miss these events: retry a while, then say so loudly.
+        if (attempt >= 5) {
+          this.#logger.error({ error: String(error), events: batch.length }, "events could not be written to the shared log");
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      }
+    }
+  }
+}

@@ -1,0 +1,1 @@
+export { createPool, createPostgresStore, type PostgresStoreOptions } from "./postgres-store.js";

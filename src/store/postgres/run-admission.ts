@@ -1,0 +1,196 @@
+/** How a run enters the PostgreSQL store: created, enqueued behind the active run, or admitted from the queue. */
+import { addStats, emptyStats, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord, type UsageStats } from "../../core/index.js";
+import type { CreateRunInput, CreateRunResult } from "../store.js";
+import { toCheckpoint, toRun } from "../rows.js";
+import { findRunByIdempotencyKey } from "./run-queries.js";
+import type { PgContext } from "./pg-context.js";
+
+/** A unique violation of the run's id or idempotency key: a concurrent createRun of the same run won. */
+const isRunCollision = (error: unknown): boolean => {
+  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+  return code === "23505" && (constraint === "runs_pkey" || constraint === "runs_by_idempotency_key");
+};
+
+/** Creates a run: existing, enqueued, resumed or started with its input accepted. */
+export async function createRun(context: PgContext, input: CreateRunInput): Promise<CreateRunResult> {
+  try {
+    return await tryCreateRun(context, input);
+  } catch (error) {
+    // The same run created concurrently: run again, it now finds the committed one (as SQLite would have).
+    if (!isRunCollision(error) || context.isInTransaction) throw error;
+    return tryCreateRun(context, input);
+  }
+}
+
+async function tryCreateRun(context: PgContext, input: CreateRunInput): Promise<CreateRunResult> {
+  return context.transaction(async (tx): Promise<CreateRunResult> => {
+    const earlier =
+      (await tx.run(input.tenantId, input.runId)) ??
+      (input.idempotencyKey ? await findRunByIdempotencyKey(tx, input.tenantId, input.idempotencyKey) : undefined);
+    if (earlier) {
+      return earlier.requestHash === input.requestHash && earlier.threadId === input.threadId
+        ? { kind: "existing", run: earlier }
+        : { kind: "key_reused", run: earlier };
+    }
+    const thread = await tx.thread(input.tenantId, input.threadId);
+    if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
+    // The version check comes first: a stale client learns it is stale even on a busy thread.
+    if (input.expectedStateVersion !== null && input.expectedStateVersion !== thread.stateVersion) {
+      return { kind: "state_version_conflict", thread };
+    }
+    // An external action whose outcome nobody knows must be confirmed before anything builds on it (DESIGN §6).
+    const unconfirmed = await tx.operationsOfThread(input.tenantId, input.threadId, "outcome_unknown");
+    if (unconfirmed.length > 0) return { kind: "operation_unconfirmed", thread, operations: unconfirmed };
+    if (thread.activeRunId !== null) {
+      if (!input.enqueue || input.input === null) return { kind: "run_in_progress", thread };
+      // It waits, its input not yet accepted: nothing of the thread changes until it is admitted.
+      await insertRun(tx, input, thread.headCheckpointId, thread.stateVersion, { messageCount: 0 }, true);
+      return { kind: "enqueued", run: (await tx.run(input.tenantId, input.runId))!, thread };
+    }
+    if (input.input === null) {
+      // Continue from a Stop without a new message: accepting the run is still a transition, and
+      // its checkpoint names the step that runs again.
+      const head = await tx.sql("SELECT * FROM checkpoints WHERE tenant_id = ? AND checkpoint_id = ?").get(
+        input.tenantId,
+        thread.headCheckpointId,
+      );
+      const resumed = await tx.advanceThread(
+        thread,
+        {
+          checkpointId: input.checkpointId,
+          kind: "resume_accepted",
+          runId: input.runId,
+          pendingStep: head ? toCheckpoint(head).pendingStep : null,
+          resumePolicy: "regenerate_pending_step",
+          createdAt: input.now,
+        },
+        { activeRunId: input.runId },
+      );
+      await insertRun(tx, { ...input, inputMessageId: "" }, thread.headCheckpointId, resumed.thread.stateVersion, {}, false);
+      return {
+        kind: "created",
+        run: (await tx.run(input.tenantId, input.runId))!,
+        thread: resumed.thread,
+        message: null,
+        checkpoint: resumed.checkpoint,
+      };
+    }
+    const { thread: advanced, message, checkpoint } = await acceptInput(tx, thread, {
+      runId: input.runId,
+      messageId: input.inputMessageId,
+      checkpointId: input.checkpointId,
+      content: input.input.content,
+      now: input.now,
+    });
+    await insertRun(tx, input, thread.headCheckpointId, advanced.stateVersion, { messageCount: 1 }, false);
+    return { kind: "created", run: (await tx.run(input.tenantId, input.runId))!, thread: advanced, message, checkpoint };
+  });
+}
+
+/** Publishes a run's input with its `input_accepted` checkpoint and makes the run the active one. */
+async function acceptInput(
+  context: PgContext,
+  thread: ThreadRecord,
+  input: { runId: string; messageId: string; checkpointId: string; content: string; now: number },
+): Promise<{ thread: ThreadRecord; message: MessageRecord; checkpoint: CheckpointRecord }> {
+  const position = await context.nextPosition(thread);
+  const advanced = await context.advanceThread(
+    thread,
+    {
+      checkpointId: input.checkpointId,
+      kind: "input_accepted",
+      runId: input.runId,
+      messageId: input.messageId,
+      createdAt: input.now,
+    },
+    { stats: { messageCount: 1 }, activeRunId: input.runId, positions: 1 },
+  );
+  const message: MessageRecord = {
+    tenantId: thread.tenantId,
+    messageId: input.messageId,
+    threadId: thread.threadId,
+    position,
+    role: "user",
+    content: input.content,
+    runId: input.runId,
+    stateVersion: advanced.thread.stateVersion,
+    checkpointId: input.checkpointId,
+    publicationStatus: "published",
+    toolCalls: null,
+    toolCallId: null,
+    toolName: null,
+    createdAt: input.now,
+  };
+  await context.insertMessage(message);
+  return { thread: advanced.thread, message, checkpoint: advanced.checkpoint };
+}
+
+/** Inserts a queued run and its first transition. */
+async function insertRun(
+  context: PgContext,
+  input: CreateRunInput,
+  baseCheckpointId: string,
+  stateVersion: number,
+  stats: Partial<UsageStats>,
+  isWaiting: boolean,
+): Promise<void> {
+  await context.sql(
+    `INSERT INTO runs (tenant_id, run_id, thread_id, status, attempt, base_checkpoint_id, input, input_message_id,
+       idempotency_key, request_hash, model, on_disconnect, recovery_policy, state_version, stats,
+       transition_count, is_waiting, created_at)
+     VALUES (?, ?, ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+  ).run(
+    input.tenantId,
+    input.runId,
+    input.threadId,
+    baseCheckpointId,
+    JSON.stringify(input.input),
+    input.inputMessageId,
+    input.idempotencyKey,
+    input.requestHash,
+    input.model,
+    input.onDisconnect,
+    input.recoveryPolicy,
+    stateVersion,
+    JSON.stringify(addStats(emptyStats(), stats)),
+    isWaiting ? 1 : 0,
+    input.now,
+  );
+  await context.sql(
+    "INSERT INTO run_transitions (tenant_id, run_id, ordinal, from_status, to_status, at) VALUES (?, ?, 1, NULL, 'queued', ?)",
+  ).run(input.tenantId, input.runId, input.now);
+}
+
+/** Admits the oldest waiting run of an idle thread, accepting its input. */
+export async function admitNextRun(
+  context: PgContext,
+  tenantId: string,
+  threadId: string,
+  checkpointId: string,
+  now: number,
+): Promise<RunRecord | undefined> {
+  return context.transaction(async (tx) => {
+    const thread = await tx.thread(tenantId, threadId);
+    if (!thread || thread.status !== "active" || thread.activeRunId !== null) return undefined;
+    const row = await tx.sql(
+      `SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? AND is_waiting = 1 AND status = 'queued'
+       ORDER BY created_at, run_id LIMIT 1`,
+    ).get(tenantId, threadId);
+    if (!row) return undefined;
+    const run = toRun(row);
+    if (run.input === null || run.inputMessageId === null) return undefined;
+    const { thread: advanced } = await acceptInput(tx, thread, {
+      runId: run.runId,
+      messageId: run.inputMessageId,
+      checkpointId,
+      content: run.input.content,
+      now,
+    });
+    return tx.updateRun(run, {
+      is_waiting: 0,
+      base_checkpoint_id: thread.headCheckpointId,
+      state_version: advanced.stateVersion,
+      stats: JSON.stringify(addStats(run.stats, { messageCount: 1 })),
+    });
+  });
+}

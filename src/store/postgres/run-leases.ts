@@ -1,0 +1,69 @@
+/** Worker leases on runs in the PostgreSQL adapter, and the runs recovery must take over. */
+import type { RunRecord } from "../../core/index.js";
+import type { ClaimQueuedRunsInput } from "../store.js";
+import { toRun } from "../rows.js";
+import type { PgContext } from "./pg-context.js";
+
+/** Releases a worker's lease on a run that is not terminal. */
+export async function releaseLease(context: PgContext, tenantId: string, runId: string, owner: string): Promise<void> {
+  await context.sql(
+    `UPDATE runs SET lease_owner = NULL, lease_expires_at = 0
+     WHERE tenant_id = ? AND run_id = ? AND lease_owner = ? AND status NOT IN ('completed', 'failed', 'cancelled')`,
+  ).run(tenantId, runId, owner);
+}
+
+/** Extends every live lease a worker holds; the number renewed. */
+export async function renewLeases(context: PgContext, owner: string, leaseExpiresAt: number): Promise<number> {
+  const result = await context.sql(
+    `UPDATE runs SET lease_expires_at = ?
+     WHERE lease_owner = ? AND status NOT IN ('completed', 'failed', 'cancelled')`,
+  ).run(leaseExpiresAt, owner);
+  return result.changes;
+}
+
+/** Runs whose lease expired, and queued runs nobody picked up, oldest first. */
+export async function listRecoverableRuns(context: PgContext, now: number, orphanedBefore: number): Promise<RunRecord[]> {
+  const rows = await context.sql(
+    `SELECT * FROM runs WHERE status NOT IN ('completed', 'failed', 'cancelled')
+       AND ((lease_expires_at IS NOT NULL AND lease_expires_at < ?)
+         OR (status = 'queued' AND is_waiting = 0 AND lease_owner IS NULL AND created_at < ?))
+     ORDER BY created_at`,
+  ).all(now, orphanedBefore);
+  return rows.map(toRun);
+}
+
+/**
+ * Claims the oldest queued runs nobody holds. Each worker locks the rows it takes and skips those
+ * another holds (SKIP LOCKED), so concurrent workers neither wait for each other nor claim a run twice.
+ */
+export async function claimQueuedRuns(context: PgContext, input: ClaimQueuedRunsInput): Promise<RunRecord[]> {
+  const isOwnTransaction = !context.isInTransaction;
+  return context.transaction(async (tx) => {
+    // READ COMMITTED, not SERIALIZABLE: the row locks already make the claim safe, and under SSI
+    // two workers scanning the same queue would abort each other over the rows they skipped.
+    if (isOwnTransaction) await tx.sql("SET TRANSACTION ISOLATION LEVEL READ COMMITTED").run();
+    const rows = await tx.sql(
+      `SELECT * FROM runs WHERE status = 'queued' AND is_waiting = 0 AND lease_owner IS NULL
+       ORDER BY created_at, run_id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    ).all(input.limit);
+    const claimed: RunRecord[] = [];
+    for (const row of rows) {
+      claimed.push(
+        await tx.setRunStatus(toRun(row), "running", input.now, {
+          lease_owner: input.owner,
+          lease_expires_at: input.leaseExpiresAt,
+          started_at: row.started_at ?? input.now,
+        }),
+      );
+    }
+    return claimed;
+  });
+}
+
+/** Runs a worker holds whose cancel was accepted. */
+export async function listCancelledRuns(context: PgContext, owner: string): Promise<RunRecord[]> {
+  const rows = await context.sql(
+    "SELECT * FROM runs WHERE lease_owner = ? AND status IN ('cancel_requested', 'cancelling') ORDER BY created_at",
+  ).all(owner);
+  return rows.map(toRun);
+}

@@ -1,0 +1,29 @@
+/** Run reads in the PostgreSQL adapter: by idempotency key, a thread's live runs, threads with waiting runs. */
+import type { RunRecord } from "../../core/index.js";
+import { toRun } from "../rows.js";
+import type { PgContext } from "./pg-context.js";
+
+/** The run created with an idempotency key, if any. */
+export async function findRunByIdempotencyKey(context: PgContext, tenantId: string, key: string): Promise<RunRecord | undefined> {
+  const row = await context.sql("SELECT * FROM runs WHERE tenant_id = ? AND idempotency_key = ?").get(tenantId, key);
+  return row ? toRun(row) : undefined;
+}
+
+/** The thread's runs not yet terminal, oldest first. */
+export async function listActiveRuns(context: PgContext, tenantId: string, threadId: string): Promise<RunRecord[]> {
+  const rows = await context.sql(
+    `SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? AND status NOT IN ('completed', 'failed', 'cancelled')
+     ORDER BY created_at`,
+  ).all(tenantId, threadId);
+  return rows.map(toRun);
+}
+
+/** Idle active threads that have a waiting run to admit. */
+export async function listThreadsWithWaitingRuns(context: PgContext): Promise<{ tenantId: string; threadId: string }[]> {
+  const rows = await context.sql(
+    `SELECT DISTINCT r.tenant_id, r.thread_id FROM runs r
+       JOIN threads t ON t.tenant_id = r.tenant_id AND t.thread_id = r.thread_id
+     WHERE r.is_waiting = 1 AND r.status = 'queued' AND t.active_run_id IS NULL AND t.status = 'active'`,
+  ).all();
+  return rows.map((row) => ({ tenantId: row.tenant_id as string, threadId: row.thread_id as string }));
+}

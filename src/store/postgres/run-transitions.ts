@@ -1,0 +1,173 @@
+/** A run's life after creation in the PostgreSQL adapter: claim, transitions, publication, cancel and finish. */
+import { addStats, canTransition, isCancellable, isTerminalStatus, type MessageRecord, type RunRecord } from "../../core/index.js";
+import type {
+  ClaimRunInput,
+  FinishRunInput,
+  PublishMessageInput,
+  PublishMessageResult,
+  RequestCancelInput,
+  RequestCancelResult,
+  TransitionRunInput,
+} from "../store.js";
+import type { PgContext } from "./pg-context.js";
+
+/** Moves a queued run to running under a worker's lease. */
+export async function claimRun(context: PgContext, input: ClaimRunInput): Promise<RunRecord | undefined> {
+  return context.transaction(async (tx) => {
+    const run = await tx.run(input.tenantId, input.runId);
+    if (!run || run.status !== "queued") return undefined;
+    return tx.setRunStatus(run, "running", input.now, {
+      lease_owner: input.owner,
+      lease_expires_at: input.leaseExpiresAt,
+      started_at: run.startedAt ?? input.now,
+    });
+  });
+}
+
+/** Moves a run between non-terminal statuses other than a cancel. */
+export async function transitionRun(context: PgContext, input: TransitionRunInput): Promise<RunRecord | undefined> {
+  return context.transaction(async (tx) => {
+    const run = await tx.run(input.tenantId, input.runId);
+    if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
+    // A cancel is accepted only through requestCancel (it records its version and checkpoint).
+    if (input.to === "cancel_requested" || isTerminalStatus(input.to)) return undefined;
+    const columns: Record<string, unknown> = {};
+    if (input.activeOperation !== undefined) columns.active_operation = input.activeOperation;
+    if (input.to === "queued") {
+      // Handed back for another attempt: the lease is released and the attempt counts up.
+      columns.lease_owner = null;
+      columns.lease_expires_at = null;
+      columns.attempt = run.attempt + 1;
+    }
+    return tx.setRunStatus(run, input.to, input.now, columns);
+  });
+}
+
+/** Publishes a running run's message with its checkpoint, completing the run when asked. */
+export async function publishMessage(context: PgContext, input: PublishMessageInput): Promise<PublishMessageResult> {
+  return context.transaction(async (tx): Promise<PublishMessageResult> => {
+    const run = await tx.run(input.tenantId, input.runId);
+    // Sticky terminal status and an accepted cancel both win over a late completion.
+    if (!run || run.status !== "running" || (input.attempt !== undefined && run.attempt !== input.attempt)) return { kind: "rejected", run };
+    const thread = await tx.thread(input.tenantId, run.threadId);
+    if (!thread || thread.status !== "active") return { kind: "rejected", run };
+    const position = await tx.nextPosition(thread);
+    const stats = { ...input.stats, messageCount: (input.stats.messageCount ?? 0) + 1 };
+    const advanced = await tx.advanceThread(
+      thread,
+      {
+        checkpointId: input.checkpointId,
+        kind: "message_published",
+        runId: input.runId,
+        messageId: input.messageId,
+        completedStepId: input.completedStepId,
+        createdAt: input.now,
+      },
+      { stats, positions: 1, ...(input.complete ? { activeRunId: null } : {}) },
+    );
+    const message: MessageRecord = {
+      tenantId: input.tenantId,
+      messageId: input.messageId,
+      threadId: run.threadId,
+      position,
+      role: input.role,
+      content: input.content,
+      runId: input.runId,
+      stateVersion: advanced.thread.stateVersion,
+      checkpointId: input.checkpointId,
+      publicationStatus: "published",
+      toolCalls: input.toolCalls?.length ? input.toolCalls : null,
+      toolCallId: input.toolCallId ?? null,
+      toolName: input.toolName ?? null,
+      createdAt: input.now,
+    };
+    await tx.insertMessage(message);
+    const runColumns = {
+      stats: JSON.stringify(addStats(run.stats, stats)),
+      state_version: advanced.thread.stateVersion,
+      published_message_id: input.messageId,
+    };
+    const updated = input.complete
+      ? await tx.setRunStatus(run, "completed", input.now, {
+          ...runColumns,
+          ended_at: input.now,
+          lease_owner: null,
+          lease_expires_at: null,
+        })
+      : await tx.updateRun(run, runColumns);
+    return { kind: "published", message, checkpoint: advanced.checkpoint, thread: advanced.thread, run: updated };
+  });
+}
+
+/** Accepts a cancel with its `cancel_accepted` checkpoint (DESIGN §3). */
+export async function requestCancel(context: PgContext, input: RequestCancelInput): Promise<RequestCancelResult> {
+  return context.transaction(async (tx): Promise<RequestCancelResult> => {
+    const run = await tx.run(input.tenantId, input.runId);
+    if (!run) return { kind: "not_found" };
+    if (isTerminalStatus(run.status)) return { kind: "already_terminal", run };
+    if (!isCancellable(run.status)) return { kind: "already_requested", run };
+    const thread = (await tx.thread(input.tenantId, run.threadId))!;
+    // A run that never started stops at once; otherwise the worker confirms the stop.
+    const neverStarted = run.status === "queued";
+    const advanced = await tx.advanceThread(
+      thread,
+      {
+        checkpointId: input.checkpointId,
+        kind: "cancel_accepted",
+        runId: run.runId,
+        pendingStep: input.pendingStep,
+        // A Stop in a tool step keeps the results already in; one in a model step regenerates it.
+        resumePolicy: input.pendingStep?.kind === "tool" ? "reuse_tool_result" : "regenerate_pending_step",
+        createdAt: input.now,
+      },
+      // A waiting (enqueued) run is not the active one: the active run is left alone.
+      neverStarted && thread.activeRunId === run.runId ? { activeRunId: null } : {},
+    );
+    const columns = {
+      is_waiting: 0,
+      cancel_requested_at: input.now,
+      cancel_reason: input.reason,
+      cancel_state_version: advanced.thread.stateVersion,
+      cancel_checkpoint_id: input.checkpointId,
+      state_version: advanced.thread.stateVersion,
+      ...(neverStarted ? { ended_at: input.now } : {}),
+    };
+    const updated = await tx.setRunStatus(run, neverStarted ? "cancelled" : "cancel_requested", input.now, columns);
+    return { kind: "accepted", run: updated, thread: advanced.thread, checkpoint: advanced.checkpoint };
+  });
+}
+
+/** Moves a run to a terminal status, settling its stats and the thread's active run. */
+export async function finishRun(context: PgContext, input: FinishRunInput): Promise<RunRecord | undefined> {
+  return context.transaction(async (tx) => {
+    const run = await tx.run(input.tenantId, input.runId);
+    if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
+    // Only a cancel that requestCancel accepted can end as cancelled.
+    if (input.to === "cancelled" && run.cancelCheckpointId === null) return undefined;
+    const thread = await tx.thread(input.tenantId, run.threadId);
+    if (thread) {
+      const stats = addStats(thread.stats, input.stats);
+      const clearActive = thread.activeRunId === run.runId;
+      await tx.sql(
+        `UPDATE threads SET stats = ?, active_run_id = CASE WHEN ?::boolean THEN NULL ELSE active_run_id END, updated_at = ?
+         WHERE tenant_id = ? AND thread_id = ?`,
+      ).run(JSON.stringify(stats), clearActive, input.now, thread.tenantId, thread.threadId);
+    }
+    if (input.cancelledGeneration && run.cancelCheckpointId) {
+      // Completes the cancel checkpoint's facts once the worker has stopped; never overwritten.
+      await tx.sql(
+        `UPDATE checkpoints SET cancelled_generation = ?
+         WHERE tenant_id = ? AND checkpoint_id = ? AND cancelled_generation IS NULL`,
+      ).run(JSON.stringify(input.cancelledGeneration), run.tenantId, run.cancelCheckpointId);
+    }
+    return tx.setRunStatus(run, input.to, input.now, {
+      stats: JSON.stringify(addStats(run.stats, input.stats)),
+      failure_reason: input.failureReason ?? null,
+      failure_message: input.failureMessage ?? null,
+      active_operation: null,
+      lease_owner: null,
+      lease_expires_at: null,
+      ended_at: input.now,
+    });
+  });
+}

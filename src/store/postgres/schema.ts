@@ -1,0 +1,161 @@
+/**
+ * The PostgreSQL schema: the SQLite adapter's tables with the same column names (so both share
+ * `rows.ts`), BIGINT times, `COLLATE "C"` text so ids order as bytes (as in SQLite), and the
+ * table the scaled deployment fans events out through.
+ */
+export const PG_MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: "threads, runs, checkpoints, messages, operations, traces, run events",
+    sql: `
+      CREATE TABLE threads (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        thread_id TEXT COLLATE "C" NOT NULL,
+        status TEXT NOT NULL,
+        state_version BIGINT NOT NULL,
+        head_checkpoint_id TEXT COLLATE "C" NOT NULL,
+        active_run_id TEXT COLLATE "C",
+        title TEXT,
+        metadata TEXT NOT NULL,
+        next_position BIGINT NOT NULL,
+        stats TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        parent_thread_id TEXT COLLATE "C",
+        fork_checkpoint_id TEXT COLLATE "C",
+        fork_state_version BIGINT,
+        base_position BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant_id, thread_id)
+      );
+      CREATE TABLE messages (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        message_id TEXT COLLATE "C" NOT NULL,
+        thread_id TEXT COLLATE "C" NOT NULL,
+        position BIGINT NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        run_id TEXT COLLATE "C",
+        state_version BIGINT NOT NULL,
+        checkpoint_id TEXT COLLATE "C" NOT NULL,
+        publication_status TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        tool_name TEXT,
+        PRIMARY KEY (tenant_id, message_id)
+      );
+      CREATE UNIQUE INDEX messages_by_thread ON messages (tenant_id, thread_id, position);
+      CREATE INDEX messages_by_version ON messages (tenant_id, thread_id, state_version);
+      CREATE TABLE checkpoints (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        checkpoint_id TEXT COLLATE "C" NOT NULL,
+        thread_id TEXT COLLATE "C" NOT NULL,
+        parent_checkpoint_id TEXT COLLATE "C",
+        state_version BIGINT NOT NULL,
+        kind TEXT NOT NULL,
+        run_id TEXT COLLATE "C",
+        message_id TEXT COLLATE "C",
+        completed_step_id TEXT,
+        pending_step TEXT,
+        resume_policy TEXT,
+        cancelled_generation TEXT,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, checkpoint_id)
+      );
+      -- No two transitions of a thread share a version (invariant 5).
+      CREATE UNIQUE INDEX checkpoints_by_version ON checkpoints (tenant_id, thread_id, state_version);
+      CREATE INDEX checkpoints_deleting ON checkpoints (tenant_id, message_id) WHERE kind = 'message_deleted';
+      CREATE TABLE runs (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        run_id TEXT COLLATE "C" NOT NULL,
+        thread_id TEXT COLLATE "C" NOT NULL,
+        status TEXT NOT NULL,
+        attempt BIGINT NOT NULL,
+        base_checkpoint_id TEXT COLLATE "C" NOT NULL,
+        input TEXT NOT NULL,
+        input_message_id TEXT COLLATE "C" NOT NULL,
+        idempotency_key TEXT COLLATE "C",
+        request_hash TEXT NOT NULL,
+        model TEXT NOT NULL,
+        on_disconnect TEXT NOT NULL,
+        recovery_policy TEXT NOT NULL,
+        state_version BIGINT NOT NULL,
+        cancel_requested_at BIGINT,
+        cancel_reason TEXT,
+        cancel_state_version BIGINT,
+        cancel_checkpoint_id TEXT COLLATE "C",
+        published_message_id TEXT COLLATE "C",
+        active_operation TEXT,
+        failure_reason TEXT,
+        failure_message TEXT,
+        stats TEXT NOT NULL,
+        lease_owner TEXT COLLATE "C",
+        lease_expires_at BIGINT,
+        transition_count BIGINT NOT NULL,
+        created_at BIGINT NOT NULL,
+        started_at BIGINT,
+        ended_at BIGINT,
+        is_waiting INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant_id, run_id)
+      );
+      CREATE UNIQUE INDEX runs_by_idempotency_key ON runs (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+      CREATE INDEX runs_by_thread ON runs (tenant_id, thread_id);
+      CREATE INDEX runs_unfinished ON runs (status, lease_expires_at) WHERE status NOT IN ('completed', 'failed', 'cancelled');
+      CREATE INDEX runs_by_lease_owner ON runs (lease_owner) WHERE status NOT IN ('completed', 'failed', 'cancelled');
+      CREATE INDEX runs_claimable ON runs (created_at) WHERE status = 'queued' AND is_waiting = 0;
+      CREATE INDEX runs_waiting ON runs (tenant_id, thread_id, created_at) WHERE is_waiting = 1;
+      CREATE TABLE run_transitions (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        run_id TEXT COLLATE "C" NOT NULL,
+        ordinal BIGINT NOT NULL,
+        from_status TEXT,
+        to_status TEXT NOT NULL,
+        at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, run_id, ordinal)
+      );
+      CREATE TABLE traces (
+        trace_id TEXT COLLATE "C" PRIMARY KEY,
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        run_id TEXT COLLATE "C",
+        thread_id TEXT COLLATE "C",
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        at BIGINT NOT NULL,
+        -- Insertion order, for traces that share a time (SQLite's rowid).
+        seq BIGSERIAL NOT NULL
+      );
+      CREATE INDEX traces_by_run ON traces (tenant_id, run_id, at);
+      CREATE TABLE operations (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        op_id TEXT COLLATE "C" NOT NULL,
+        thread_id TEXT COLLATE "C" NOT NULL,
+        run_id TEXT COLLATE "C" NOT NULL,
+        tool_name TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        idempotency_key TEXT COLLATE "C" NOT NULL,
+        phase TEXT NOT NULL,
+        input TEXT NOT NULL,
+        preview TEXT,
+        result TEXT,
+        error TEXT,
+        commit_attempts BIGINT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, op_id)
+      );
+      -- One idempotency key, one external action (invariant 2).
+      CREATE UNIQUE INDEX operations_by_idempotency_key ON operations (tenant_id, idempotency_key);
+      CREATE INDEX operations_by_thread ON operations (tenant_id, thread_id);
+      -- The scaled deployment's event log: the executing worker appends, every API process reads.
+      CREATE TABLE run_events (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        run_id TEXT COLLATE "C" NOT NULL,
+        seq BIGINT NOT NULL,
+        event TEXT NOT NULL,
+        at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, run_id, seq)
+      );
+      CREATE INDEX run_events_by_time ON run_events (at);
+    `,
+  },
+];

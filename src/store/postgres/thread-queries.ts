@@ -1,0 +1,161 @@
+/** Threads in the PostgreSQL adapter: creation, reads through a lineage, titles, deletion and forks. */
+import { emptyStats, type CheckpointRecord, type MessageRecord, type ThreadRecord } from "../../core/index.js";
+import type { CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions } from "../store.js";
+import { prefixLength, readLineage, readLineageCheckpoints, readLineageMessages, type LineageLevel } from "./lineage.js";
+import { toCheckpoint, toThread } from "../rows.js";
+import type { PgContext } from "./pg-context.js";
+
+/** Creates a thread with its `thread_created` checkpoint at version 1. */
+export async function createThread(context: PgContext, input: CreateThreadInput): Promise<ThreadRecord> {
+  return context.transaction(async (tx) => {
+    const row = await tx.sql(
+      `INSERT INTO threads (tenant_id, thread_id, status, state_version, head_checkpoint_id, active_run_id, title,
+         metadata, next_position, stats, created_at, updated_at)
+       VALUES (?, ?, 'active', 1, ?, NULL, NULL, ?, 0, ?, ?, ?)
+       RETURNING *`,
+    ).get(
+      input.tenantId,
+      input.threadId,
+      input.checkpointId,
+      JSON.stringify(input.metadata),
+      JSON.stringify(emptyStats()),
+      input.now,
+      input.now,
+    );
+    await tx.insertCheckpoint({
+      tenantId: input.tenantId,
+      checkpointId: input.checkpointId,
+      threadId: input.threadId,
+      parentCheckpointId: null,
+      stateVersion: 1,
+      kind: "thread_created",
+      runId: null,
+      messageId: null,
+      completedStepId: null,
+      pendingStep: null,
+      resumePolicy: null,
+      cancelledGeneration: null,
+      createdAt: input.now,
+    });
+    return toThread(row!);
+  });
+}
+
+/** The thread, unless it is unknown or deleted. */
+export async function getThread(context: PgContext, tenantId: string, threadId: string): Promise<ThreadRecord | undefined> {
+  const thread = await context.thread(tenantId, threadId);
+  return thread?.status === "active" ? thread : undefined;
+}
+
+/** Marks an active thread deleted; false when there was none. */
+export async function deleteThread(context: PgContext, tenantId: string, threadId: string, now: number): Promise<boolean> {
+  const result = await context.sql(
+    "UPDATE threads SET status = 'deleted', updated_at = ? WHERE tenant_id = ? AND thread_id = ? AND status = 'active'",
+  ).run(now, tenantId, threadId);
+  return result.changes === 1;
+}
+
+/** Sets the thread's title once; a later title never overwrites it. */
+export async function saveTitle(context: PgContext, tenantId: string, threadId: string, title: string, now: number): Promise<void> {
+  await context.sql(
+    "UPDATE threads SET title = ?, updated_at = ? WHERE tenant_id = ? AND thread_id = ? AND title IS NULL",
+  ).run(title, now, tenantId, threadId);
+}
+
+/** The lineage's messages in order, read in one transaction. */
+export async function listMessages(
+  context: PgContext,
+  tenantId: string,
+  threadId: string,
+  options: ListMessagesOptions = {},
+): Promise<MessageRecord[]> {
+  // One read transaction: a branch's levels and their rows are one consistent view.
+  return context.transaction(async (tx) => {
+    const levels = await readLineage(tx.sql, tenantId, threadId);
+    return levels ? readLineageMessages(tx.sql, tenantId, levels, options.limit) : [];
+  }, { readOnly: true });
+}
+
+/** The lineage's checkpoints, read in one transaction. */
+export async function listCheckpoints(
+  context: PgContext,
+  tenantId: string,
+  threadId: string,
+  options: ListCheckpointsOptions = {},
+): Promise<CheckpointRecord[]> {
+  return context.transaction(async (tx) => {
+    const levels = await readLineage(tx.sql, tenantId, threadId);
+    return levels ? readLineageCheckpoints(tx.sql, tenantId, levels, options.fromVersion) : [];
+  }, { readOnly: true });
+}
+
+/** Branches a thread at one of its checkpoints (DESIGN §9). */
+export async function forkThread(context: PgContext, input: ForkThreadInput): Promise<ForkThreadResult> {
+  return context.transaction(async (tx): Promise<ForkThreadResult> => {
+    const source = await tx.thread(input.tenantId, input.sourceThreadId);
+    if (!source || source.status !== "active") return { kind: "thread_not_found" };
+    const row = await tx.sql("SELECT * FROM checkpoints WHERE tenant_id = ? AND checkpoint_id = ?").get(
+      input.tenantId,
+      input.fromCheckpointId,
+    );
+    const fork = row ? toCheckpoint(row) : undefined;
+    const levels = (await readLineage(tx.sql, input.tenantId, input.sourceThreadId))!;
+    const owner = fork ? levelHolding(levels, fork) : undefined;
+    if (!fork || !owner) return { kind: "checkpoint_not_found" };
+    // The branch hangs off the checkpoint's own thread: its lineage is that thread's, up to the fork version.
+    const ownerRow = await tx.sql("SELECT base_position FROM threads WHERE tenant_id = ? AND thread_id = ?").get(
+      input.tenantId,
+      owner.threadId,
+    );
+    const basePosition = await prefixLength(tx.sql, input.tenantId, owner.threadId, Number(ownerRow!.base_position), fork.stateVersion);
+    const stateVersion = fork.stateVersion + 1;
+    // The fork point is a fact: the client's metadata cannot overwrite it.
+    const metadata = {
+      ...input.metadata,
+      forked_from: { thread_id: input.sourceThreadId, checkpoint_id: fork.checkpointId },
+    };
+    const created = await tx.sql(
+      `INSERT INTO threads (tenant_id, thread_id, status, state_version, head_checkpoint_id, active_run_id, title,
+         metadata, next_position, stats, created_at, updated_at, parent_thread_id, fork_checkpoint_id,
+         fork_state_version, base_position)
+       VALUES (?, ?, 'active', ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       RETURNING *`,
+    ).get(
+      input.tenantId,
+      input.threadId,
+      stateVersion,
+      input.checkpointId,
+      JSON.stringify(metadata),
+      basePosition,
+      JSON.stringify(emptyStats()),
+      input.now,
+      input.now,
+      owner.threadId,
+      fork.checkpointId,
+      fork.stateVersion,
+      basePosition,
+    );
+    const checkpoint: CheckpointRecord = {
+      tenantId: input.tenantId,
+      checkpointId: input.checkpointId,
+      threadId: input.threadId,
+      parentCheckpointId: fork.checkpointId,
+      stateVersion,
+      kind: "fork_created",
+      runId: null,
+      messageId: null,
+      completedStepId: null,
+      pendingStep: null,
+      resumePolicy: null,
+      cancelledGeneration: null,
+      createdAt: input.now,
+    };
+    await tx.insertCheckpoint(checkpoint);
+    return { kind: "forked", thread: toThread(created!), checkpoint };
+  });
+}
+
+/** The lineage level whose visible checkpoints include `checkpoint`, if any. */
+function levelHolding(levels: readonly LineageLevel[], checkpoint: CheckpointRecord): LineageLevel | undefined {
+  return levels.find((level) => level.threadId === checkpoint.threadId && checkpoint.stateVersion <= level.maxVersion);
+}
