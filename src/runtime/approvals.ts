@@ -13,7 +13,7 @@ export interface ApprovalsContext {
 
 /** Runs paused for an approval in this process, with the step waiting for the decision. */
 export class Approvals {
-  readonly #waiters = new Map<string, { opId: string; decide(decision: "approved" | "rejected"): void }>();
+  readonly #waiters = new Map<string, { opId: string; attempt: number; decide(decision: "approved" | "rejected"): void }>();
   readonly #context: ApprovalsContext;
 
   constructor(context: ApprovalsContext) {
@@ -28,6 +28,7 @@ export class Approvals {
     const paused = await store.transitionRun({
       tenantId: run.tenantId,
       runId: run.runId,
+      attempt: run.attempt,
       from: ["running"],
       to: "interrupted",
       activeOperation: operation.opId,
@@ -51,6 +52,7 @@ export class Approvals {
       signal.addEventListener("abort", onAbort, { once: true });
       this.#waiters.set(key, {
         opId: operation.opId,
+        attempt: run.attempt,
         decide: (decision) => {
           signal.removeEventListener("abort", onAbort);
           this.#waiters.delete(key);
@@ -74,7 +76,7 @@ export class Approvals {
     if (!waiter || run.status !== "interrupted") {
       throw new TidemarkError("run_not_interrupted", "The run is not waiting for an approval.", { details: { status: run.status } });
     }
-    const resumed = await store.transitionRun({ tenantId, runId, from: ["interrupted"], to: "running", now: clock.now() });
+    const resumed = await store.transitionRun({ tenantId, runId, attempt: waiter.attempt, from: ["interrupted"], to: "running", now: clock.now() });
     if (!resumed) {
       const current = await store.getRun(tenantId, runId);
       throw new TidemarkError("run_not_interrupted", "The run is not waiting for an approval.", { details: { status: current?.status } });

@@ -133,6 +133,7 @@ export async function announceCancel(
     const cancelling = await store.transitionRun({
       tenantId: run.tenantId,
       runId: run.runId,
+      attempt: run.attempt,
       from: ["cancel_requested"],
       to: "cancelling",
       activeOperation: operation.opId,

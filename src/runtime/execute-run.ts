@@ -15,7 +15,7 @@ import { runPlan } from "./plan.js";
 import type { RunExecution } from "./run-execution.js";
 
 /** How a run's execution ended, for the caller's metrics. */
-export type ExecutionOutcome = "completed" | "cancelled" | "failed" | "handed_back";
+export type ExecutionOutcome = "completed" | "cancelled" | "failed" | "handed_back" | "superseded";
 
 /**
  * Executes a claimed run to its end. The store's status is the authority: whatever the plan
@@ -47,6 +47,13 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
   const now = clock.now();
   let current = initial;
 
+  if (current.attempt !== run.attempt) {
+    // Recovery gave the run to a new attempt (this worker's lease had expired): it is that
+    // attempt's to settle, and this one writes nothing.
+    execution.trace("execution_superseded", { attempt: run.attempt, current_attempt: current.attempt, status: current.status });
+    return "superseded";
+  }
+
   if (current.status === "running" && isProviderCancel(planError) && execution.stopCause === null) {
     // An HTTP 499 means the provider cancelled: record it as a cancel, never as a failure.
     await execution.requestCancel("provider_cancelled");
@@ -56,7 +63,7 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
 
   if (current.status === "running" && planError === undefined && execution.stopCause === null) {
     // Every step is done (e.g. the model-step limit was reached after tool results): complete.
-    const completed = await store.finishRun({ tenantId: run.tenantId, runId: run.runId, to: "completed", from: ["running"], stats: {}, now });
+    const completed = await store.finishRun({ tenantId: run.tenantId, runId: run.runId, attempt: run.attempt, to: "completed", from: ["running"], stats: {}, now });
     if (completed) {
       emitTerminal(execution, completed, 0);
       return "completed";
@@ -79,6 +86,7 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
     const finished = await store.finishRun({
       tenantId: run.tenantId,
       runId: run.runId,
+      attempt: run.attempt,
       to: "cancelled",
       from: ["cancel_requested", "cancelling"],
       stats: discarded,
@@ -103,7 +111,7 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
 
   if ((current.status === "running" || current.status === "interrupted") && execution.stopCause?.kind === "shutdown") {
     // A purposeful stop (the worker drains) is not a failure: the run goes back to the queue for another worker.
-    await store.transitionRun({ tenantId: run.tenantId, runId: run.runId, from: [current.status], to: "queued", now });
+    await store.transitionRun({ tenantId: run.tenantId, runId: run.runId, attempt: run.attempt, from: [current.status], to: "queued", now });
     execution.trace("handed_back", { reason: "worker_draining" });
     return "handed_back";
   }
@@ -116,6 +124,7 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
     const finished = await store.finishRun({
       tenantId: run.tenantId,
       runId: run.runId,
+      attempt: run.attempt,
       to: "failed",
       from: ["running"],
       stats: discardedStats(execution),

@@ -6,6 +6,9 @@ import { emitTerminal } from "./execute-run.js";
 export interface RecoveryContext {
   store: Store;
   now: number;
+  /** The recoverer: it takes the lost attempt's lease first, so no other recoverer acts on it. */
+  owner: string;
+  leaseMs: number;
   /** Claims and executes a queued run on this process. */
   launch(run: RunRecord): void;
   trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
@@ -19,12 +22,19 @@ export interface RecoveryContext {
  * - a run whose cancel was accepted is cancelled, since its work stopped with its worker;
  * - otherwise the run's policy decides: `resume` runs it again from its last checkpoint as a new
  *   attempt, `fail` ends it `failed {reason: worker_lost}`.
- * Every step is a compare-and-set, so two recoverers cannot both act. Returns whether it acted.
+ * The recoverer first takes the lost attempt's expired lease, and every step is a compare-and-set
+ * on that attempt, so two recoverers (or a recoverer and the attempt that followed) never both
+ * act. Returns whether it acted.
  */
 export async function recoverRun(run: RunRecord, context: RecoveryContext): Promise<boolean> {
   const { store, now } = context;
-  const base = { tenantId: run.tenantId, runId: run.runId, now };
-  if (run.status !== "queued") await settleOperations(run, context);
+  // Fenced by the lost attempt: a recoverer acting on a stale list changes nothing.
+  const base = { tenantId: run.tenantId, runId: run.runId, attempt: run.attempt, now };
+  if (run.status !== "queued") {
+    const isTakenOver = await store.takeOverLease({ ...base, owner: context.owner, leaseExpiresAt: now + context.leaseMs });
+    if (!isTakenOver) return false;
+    await settleOperations(run, context);
+  }
   if (run.status === "queued") {
     context.trace(run, "recovered", { from: run.status, action: "claim" });
     context.launch(run);

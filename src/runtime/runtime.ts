@@ -288,6 +288,8 @@ export class Runtime {
         const recoveredRun = await recoverRun(run, {
           store: this.store,
           now: this.#clock.now(),
+          owner: this.workerId,
+          leaseMs: this.#leaseMs,
           launch: (queued) => this.#launch(queued),
           trace: (traced, kind, data) => this.#trace(traced, kind, data),
           emitter: (ended) => this.#continuingEmitter(ended),

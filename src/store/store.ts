@@ -176,6 +176,8 @@ export interface FinishRunInput {
   failureMessage?: string;
   /** With `to: "cancelled"`: the discarded generation, written once into the cancel checkpoint. */
   cancelledGeneration?: CancelledGeneration;
+  /** Fencing: only while the run is in this attempt. */
+  attempt?: number;
   now: number;
 }
 
@@ -185,6 +187,18 @@ export interface TransitionRunInput {
   from: readonly RunStatus[];
   to: RunStatus;
   activeOperation?: string | null;
+  /** Fencing: only while the run is in this attempt. */
+  attempt?: number;
+  now: number;
+}
+
+export interface TakeOverLeaseInput {
+  tenantId: string;
+  runId: string;
+  /** The attempt whose lease expired, as recovery listed it. */
+  attempt: number;
+  owner: string;
+  leaseExpiresAt: number;
   now: number;
 }
 
@@ -362,6 +376,11 @@ export interface Store {
   releaseLease(tenantId: string, runId: string, owner: string): Promise<void>;
   /** System-level: extends every lease `owner` holds on a non-terminal run. */
   renewLeases(owner: string, leaseExpiresAt: number): Promise<number>;
+  /**
+   * System-level: takes the expired lease of a lost attempt for recovery, so exactly one
+   * recoverer acts on it; false when the lease is live again or the attempt moved on.
+   */
+  takeOverLease(input: TakeOverLeaseInput): Promise<boolean>;
   /** System-level: runs `owner` holds whose cancel was accepted (the fallback when a cancel notice is lost). */
   listCancelledRuns(owner: string): Promise<RunRecord[]>;
   /** System-level: non-terminal runs whose lease expired, and queued runs nobody claimed since `orphanedBefore`. */

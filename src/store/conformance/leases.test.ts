@@ -58,6 +58,43 @@ describe.each(adapters)("leases and recovery ($name)", (adapter) => {
   });
 });
 
+describe.each(adapters)("takeOverLease and attempt fencing ($name)", (adapter) => {
+  fx.use(adapter);
+
+  const takeOver = (run: RunRecord, owner: string, attempt = run.attempt) =>
+    store.takeOverLease({ tenantId: TENANT, runId: run.runId, attempt, owner, leaseExpiresAt: fx.now + 30_000, now: fx.now });
+
+  it("gives a lost attempt's expired lease to exactly one recoverer", async () => {
+    const run = await runningRun({ owner: "dead-worker" });
+    expect(await takeOver(run, "recoverer-1")).toBe(false);
+    fx.now += 60_000;
+
+    expect(await takeOver(run, "recoverer-1")).toBe(true);
+    expect(await takeOver(run, "recoverer-2")).toBe(false);
+    expect((await store.getRun(TENANT, run.runId))?.leaseOwner).toBe("recoverer-1");
+    expect(await store.listRecoverableRuns(fx.now, 0)).toEqual([]);
+  });
+
+  it("refuses a stale recoverer once the run moved to its next attempt, whose writes it cannot touch", async () => {
+    const run = await runningRun({ owner: "dead-worker" });
+    fx.now += 60_000;
+    expect(await takeOver(run, "recoverer-1")).toBe(true);
+    const requeued = await store.transitionRun({ tenantId: TENANT, runId: run.runId, attempt: run.attempt, from: ["running"], to: "queued", now: tick() });
+    expect(requeued?.attempt).toBe(run.attempt + 1);
+    const next = await store.claimRun({ tenantId: TENANT, runId: run.runId, owner: "worker-2", leaseExpiresAt: fx.now + 30_000, now: tick() });
+    fx.now += 60_000;
+
+    // A recoverer still holding the first attempt in its list changes nothing.
+    expect(await takeOver(run, "recoverer-2")).toBe(false);
+    const base = { tenantId: TENANT, runId: run.runId, attempt: run.attempt, now: tick() };
+    expect(await store.transitionRun({ ...base, from: ["running"], to: "queued" })).toBeUndefined();
+    expect(await store.finishRun({ ...base, to: "failed", from: ["running"], stats: {}, failureReason: "worker_lost" })).toBeUndefined();
+    expect(await store.getRun(TENANT, run.runId)).toMatchObject({ status: "running", attempt: next!.attempt, leaseOwner: "worker-2" });
+    // The current attempt's own writes still go through.
+    expect(await store.finishRun({ ...base, attempt: next!.attempt, to: "completed", from: ["running"], stats: {} })).toMatchObject({ status: "completed" });
+  });
+});
+
 describe.each(adapters)("claimQueuedRuns ($name)", (adapter) => {
   fx.use(adapter);
 

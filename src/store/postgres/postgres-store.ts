@@ -27,6 +27,7 @@ import type {
   SaveFragmentInput,
   SaveFragmentResult,
   Store,
+  TakeOverLeaseInput,
   ThreadSnapshot,
   TransitionRunInput,
 } from "../store.js";
@@ -44,7 +45,7 @@ import {
   prepareOperation,
 } from "./operation-ledger.js";
 import { admitNextRun, createRun } from "./run-admission.js";
-import { claimQueuedRuns, listCancelledRuns, listRecoverableRuns, releaseLease, renewLeases } from "./run-leases.js";
+import { claimQueuedRuns, listCancelledRuns, listRecoverableRuns, releaseLease, renewLeases, takeOverLease } from "./run-leases.js";
 import { findRunByIdempotencyKey, listActiveRuns, listThreadsWithWaitingRuns } from "./run-queries.js";
 import { claimRun, finishRun, publishMessage, requestCancel, transitionRun } from "./run-transitions.js";
 import { scanThreads } from "./snapshots.js";
@@ -171,6 +172,10 @@ class PostgresStore implements Store {
 
   async claimQueuedRuns(input: ClaimQueuedRunsInput): Promise<RunRecord[]> {
     return claimQueuedRuns(this.#context, input);
+  }
+
+  async takeOverLease(input: TakeOverLeaseInput): Promise<boolean> {
+    return takeOverLease(this.#context, input);
   }
 
   async listCancelledRuns(owner: string): Promise<RunRecord[]> {

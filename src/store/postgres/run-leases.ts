@@ -1,8 +1,21 @@
 /** Worker leases on runs in the PostgreSQL adapter, and the runs recovery must take over. */
 import type { RunRecord } from "../../core/index.js";
-import type { ClaimQueuedRunsInput } from "../store.js";
+import type { ClaimQueuedRunsInput, TakeOverLeaseInput } from "../store.js";
 import { toRun } from "../rows.js";
 import type { PgContext } from "./pg-context.js";
+
+/**
+ * Takes a lost attempt's expired lease for its recoverer: one statement, so of two recoverers the
+ * second re-reads the row after the first and finds the lease live.
+ */
+export async function takeOverLease(context: PgContext, input: TakeOverLeaseInput): Promise<boolean> {
+  const result = await context.sql(
+    `UPDATE runs SET lease_owner = ?, lease_expires_at = ?
+     WHERE tenant_id = ? AND run_id = ? AND attempt = ? AND status NOT IN ('queued', 'completed', 'failed', 'cancelled')
+       AND lease_expires_at IS NOT NULL AND lease_expires_at < ?`,
+  ).run(input.owner, input.leaseExpiresAt, input.tenantId, input.runId, input.attempt, input.now);
+  return result.changes === 1;
+}
 
 /** Releases a worker's lease on a run that is not terminal. */
 export async function releaseLease(context: PgContext, tenantId: string, runId: string, owner: string): Promise<void> {

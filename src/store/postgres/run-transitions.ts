@@ -29,6 +29,7 @@ export async function transitionRun(context: PgContext, input: TransitionRunInpu
   return context.transaction(async (tx) => {
     const run = await tx.run(input.tenantId, input.runId);
     if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
+    if (input.attempt !== undefined && run.attempt !== input.attempt) return undefined;
     // A cancel is accepted only through requestCancel (it records its version and checkpoint).
     if (input.to === "cancel_requested" || isTerminalStatus(input.to)) return undefined;
     const columns: Record<string, unknown> = {};
@@ -142,6 +143,7 @@ export async function finishRun(context: PgContext, input: FinishRunInput): Prom
   return context.transaction(async (tx) => {
     const run = await tx.run(input.tenantId, input.runId);
     if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
+    if (input.attempt !== undefined && run.attempt !== input.attempt) return undefined;
     // Only a cancel that requestCancel accepted can end as cancelled.
     if (input.to === "cancelled" && run.cancelCheckpointId === null) return undefined;
     const thread = await tx.thread(input.tenantId, run.threadId);

@@ -1,6 +1,6 @@
 /** Worker leases on runs in the SQLite adapter, and the runs recovery must take over. */
 import type { RunRecord } from "../../core/index.js";
-import type { ClaimQueuedRunsInput } from "../store.js";
+import type { ClaimQueuedRunsInput, TakeOverLeaseInput } from "../store.js";
 import { toRun, type Row } from "../rows.js";
 import type { SqliteContext } from "./sqlite-context.js";
 
@@ -47,6 +47,17 @@ export function claimQueuedRuns(context: SqliteContext, input: ClaimQueuedRunsIn
     );
   });
   return tx();
+}
+
+/** Takes a lost attempt's expired lease for its recoverer; one wins, the others find it live. */
+export function takeOverLease(context: SqliteContext, input: TakeOverLeaseInput): boolean {
+  return (
+    context.sql(
+      `UPDATE runs SET lease_owner = ?, lease_expires_at = ?
+       WHERE tenant_id = ? AND run_id = ? AND attempt = ? AND status NOT IN ('queued', 'completed', 'failed', 'cancelled')
+         AND lease_expires_at IS NOT NULL AND lease_expires_at < ?`,
+    ).run(input.owner, input.leaseExpiresAt, input.tenantId, input.runId, input.attempt, input.now).changes === 1
+  );
 }
 
 /** Runs a worker holds whose cancel was accepted. */

@@ -30,6 +30,7 @@ export function transitionRun(context: SqliteContext, input: TransitionRunInput)
   const tx = context.db.transaction(() => {
     const run = context.run(input.tenantId, input.runId);
     if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
+    if (input.attempt !== undefined && run.attempt !== input.attempt) return undefined;
     // A cancel is accepted only through requestCancel (it records its version and checkpoint).
     if (input.to === "cancel_requested" || isTerminalStatus(input.to)) return undefined;
     const columns: Record<string, unknown> = {};
@@ -146,6 +147,7 @@ export function finishRun(context: SqliteContext, input: FinishRunInput): RunRec
   const tx = context.db.transaction(() => {
     const run = context.run(input.tenantId, input.runId);
     if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
+    if (input.attempt !== undefined && run.attempt !== input.attempt) return undefined;
     // Only a cancel that requestCancel accepted can end as cancelled.
     if (input.to === "cancelled" && run.cancelCheckpointId === null) return undefined;
     const thread = context.thread(input.tenantId, run.threadId);
