@@ -62,12 +62,13 @@ export async function prepareOperation(context: PgContext, input: PrepareOperati
 }
 
 async function tryPrepareOperation(context: PgContext, input: PrepareOperationInput): Promise<PrepareOperationResult> {
-  // SERIALIZABLE: of two transactions that both see the key free, only one commits; the other
-  // is run again (a serialization failure) or, on a unique violation, by prepareOperation.
+  // The run and thread rows are locked first, so the key is read after any writer of this thread
+  // committed; of two threads that both see the key free, the second insert is a unique
+  // violation and prepareOperation runs it again.
   return context.transaction(async (tx): Promise<PrepareOperationResult> => {
-    const existing = await operationByKey(tx, input.tenantId, input.idempotencyKey);
     const run = await tx.run(input.tenantId, input.runId);
     const thread = await tx.thread(input.tenantId, input.threadId);
+    const existing = await operationByKey(tx, input.tenantId, input.idempotencyKey);
     if (!run || run.status !== "running" || run.threadId !== input.threadId || thread?.status !== "active") {
       return { kind: "refused", operation: existing, reason: "run_not_running" };
     }
@@ -133,17 +134,17 @@ export async function beginCommit(
   input: BeginCommitInput,
 ): Promise<BeginCommitResult> {
   return context.transaction(async (tx): Promise<BeginCommitResult> => {
-    const operation = await getOperation(tx, input.tenantId, input.opId);
+    // The run's row is locked first, then the operation read: a cancel accepted before this
+    // point is seen here, and one accepted after it finds the commit handed over.
     const run = await tx.run(input.tenantId, input.runId);
-    // The run's status is read in the same transaction as the phase is set: a cancel accepted
-    // before this point is seen here, and one accepted after it finds the commit handed over.
+    const operation = await getOperation(tx, input.tenantId, input.opId);
     const isHandedOver =
       operation?.phase === "prepared" &&
       operation.runId === input.runId &&
       run?.status === "running" &&
       (input.attempt === undefined || run.attempt === input.attempt) &&
       (await setPhase(tx, operation, "prepared", "committing", input.now, { commit_attempts: operation.commitAttempts + 1 }));
-    if (!isHandedOver) return { kind: "refused", operation, runStatus: run?.status };
+    if (!isHandedOver) return { kind: "refused", operation: await getOperation(tx, input.tenantId, input.opId), runStatus: run?.status };
     await tx.updateRun(run, { active_operation: operation.opId });
     return { kind: "committing", operation: (await getOperation(tx, input.tenantId, input.opId))! };
   });

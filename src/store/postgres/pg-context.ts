@@ -1,7 +1,14 @@
 /**
  * The PostgreSQL adapter's shared state: a pool, a statement shim with the SQLite adapter's shape
- * (`sql(text).get/all/run`, `?` placeholders), serializable transactions that retry on conflict,
- * and the row helpers every concern uses.
+ * (`sql(text).get/all/run`, `?` placeholders), transactions, and the row helpers every concern uses.
+ *
+ * Isolation: a write transaction runs at READ COMMITTED and locks the rows it decides on as it
+ * reads them (`thread()` and `run()` read `FOR UPDATE`). Every change of a thread's state goes
+ * through its row, so the writers of one thread take turns and each sees what the previous one
+ * committed, while writers of different threads never wait on each other. (SERIALIZABLE was
+ * correct too, but its predicate locks on small tables made unrelated threads conflict, and
+ * concurrent run creation retried until it gave up.) Uniqueness (idempotency keys, positions,
+ * versions) is kept by unique indexes.
  */
 import type pg from "pg";
 import {
@@ -31,11 +38,11 @@ export interface PgStatement {
 
 /** How a transaction isolates itself. */
 export interface TransactionOptions {
-  /** A consistent snapshot for reads only: never conflicts, never retries. */
+  /** A consistent snapshot for reads only: locks nothing, never retries. */
   readOnly?: boolean;
 }
 
-/** Serialization failure and deadlock: the transaction lost a race and is run again. */
+/** Serialization failure and deadlock (two writers locking rows in opposite orders): run again. */
 const RETRYABLE = new Set(["40001", "40P01"]);
 const MAX_ATTEMPTS = 50;
 
@@ -65,10 +72,13 @@ function prepared(text: string): { name: string; text: string } {
 export class PgContext {
   readonly pool: pg.Pool;
   readonly #client: pg.PoolClient | undefined;
+  /** In a write transaction: rows read through `thread()` and `run()` are locked until it ends. */
+  readonly #isLocking: boolean;
 
-  constructor(pool: pg.Pool, client?: pg.PoolClient) {
+  constructor(pool: pg.Pool, client?: pg.PoolClient, isLocking = false) {
     this.pool = pool;
     this.#client = client;
+    this.#isLocking = isLocking;
   }
 
   get isInTransaction(): boolean {
@@ -90,20 +100,18 @@ export class PgContext {
   };
 
   /**
-   * Runs `fn` in one transaction (SERIALIZABLE unless read-only), again from the start when it
-   * lost a race with a concurrent writer. Inside a transaction, `fn` joins it.
+   * Runs `fn` in one transaction (a locking write transaction, or a read-only snapshot), again
+   * from the start when it lost a deadlock. Inside a transaction, `fn` joins it.
    */
   async transaction<T>(fn: (tx: PgContext) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     if (this.#client) return fn(this);
-    const begin = options.readOnly
-      ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-      : "BEGIN ISOLATION LEVEL SERIALIZABLE";
+    const begin = options.readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED";
     for (let attempt = 1; ; attempt++) {
       const client = await this.pool.connect();
       let isBroken = false;
       try {
         await client.query(begin);
-        const result = await fn(new PgContext(this.pool, client));
+        const result = await fn(new PgContext(this.pool, client, !options.readOnly));
         await client.query("COMMIT");
         return result;
       } catch (error) {
@@ -120,15 +128,17 @@ export class PgContext {
     }
   }
 
-  /** The thread row, whatever its status. */
+  /** The thread row, whatever its status (locked in a write transaction). */
   async thread(tenantId: string, threadId: string): Promise<ThreadRecord | undefined> {
-    const row = await this.sql("SELECT * FROM threads WHERE tenant_id = ? AND thread_id = ?").get(tenantId, threadId);
+    const lock = this.#isLocking ? " FOR UPDATE" : "";
+    const row = await this.sql(`SELECT * FROM threads WHERE tenant_id = ? AND thread_id = ?${lock}`).get(tenantId, threadId);
     return row ? toThread(row) : undefined;
   }
 
-  /** The run row, if any. */
+  /** The run row, if any (locked in a write transaction). */
   async run(tenantId: string, runId: string): Promise<RunRecord | undefined> {
-    const row = await this.sql("SELECT * FROM runs WHERE tenant_id = ? AND run_id = ?").get(tenantId, runId);
+    const lock = this.#isLocking ? " FOR UPDATE" : "";
+    const row = await this.sql(`SELECT * FROM runs WHERE tenant_id = ? AND run_id = ?${lock}`).get(tenantId, runId);
     return row ? toRun(row) : undefined;
   }
 
@@ -208,7 +218,7 @@ export class PgContext {
       parentCheckpointId: thread.headCheckpointId,
       stateVersion,
     };
-    // The thread row first: a concurrent writer waits here (then retries) instead of colliding later.
+    // The version compare-and-set on the (locked) thread row, then its checkpoint.
     const stats = changes.stats ? addStats(thread.stats, changes.stats) : thread.stats;
     const activeRunId = changes.activeRunId === undefined ? thread.activeRunId : changes.activeRunId;
     const result = await this.sql(

@@ -104,7 +104,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
 
 /**
  * The `Store` over a pool. Each method runs its concern's function; a method that ran in one
- * transaction still runs in exactly that one (SERIALIZABLE, retried when it lost a race).
+ * transaction still runs in exactly that one (locking the rows it decides on; see pg-context.ts).
  */
 class PostgresStore implements Store {
   readonly #context: PgContext;

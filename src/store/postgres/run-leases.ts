@@ -50,11 +50,7 @@ export async function listRecoverableRuns(context: PgContext, now: number, orpha
  * another holds (SKIP LOCKED), so concurrent workers neither wait for each other nor claim a run twice.
  */
 export async function claimQueuedRuns(context: PgContext, input: ClaimQueuedRunsInput): Promise<RunRecord[]> {
-  const isOwnTransaction = !context.isInTransaction;
   return context.transaction(async (tx) => {
-    // READ COMMITTED, not SERIALIZABLE: the row locks already make the claim safe, and under SSI
-    // two workers scanning the same queue would abort each other over the rows they skipped.
-    if (isOwnTransaction) await tx.sql("SET TRANSACTION ISOLATION LEVEL READ COMMITTED").run();
     const rows = await tx.sql(
       `SELECT * FROM runs WHERE status = 'queued' AND is_waiting = 0 AND lease_owner IS NULL
        ORDER BY created_at, run_id LIMIT ? FOR UPDATE SKIP LOCKED`,
