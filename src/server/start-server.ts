@@ -9,15 +9,30 @@ export interface RunningServer {
   url: string;
   port: number;
   server: Server;
-  /** Stops accepting connections and closes open ones (SSE streams included). */
+  /**
+   * Stops accepting connections, lets the requests being handled finish (up to 10 s), then
+   * closes the open connections (SSE streams included: their clients reconnect elsewhere).
+   */
   close(): Promise<void>;
 }
 
 /** Serves the API on `host:port` (port 0 picks a free one). */
 export async function startServer(options: AppOptions & { host: string; port: number }): Promise<RunningServer> {
   const app = createApp(options);
+  // Requests in their handler (an SSE stream counts only until its handler hands the response over).
+  let inFlight = 0;
+  let onIdle: (() => void) | undefined;
+  const fetch: typeof app.fetch = async (request, env, context) => {
+    inFlight++;
+    try {
+      return await app.fetch(request, env, context);
+    } finally {
+      inFlight--;
+      if (inFlight === 0) onIdle?.();
+    }
+  };
   const server = await new Promise<Server>((resolve, reject) => {
-    const started = serve({ fetch: app.fetch, port: options.port, hostname: options.host }, () => resolve(started as Server));
+    const started = serve({ fetch, port: options.port, hostname: options.host }, () => resolve(started as Server));
     started.once("error", reject);
   });
   const { port } = server.address() as AddressInfo;
@@ -26,10 +41,20 @@ export async function startServer(options: AppOptions & { host: string; port: nu
     url: `http://${hostForUrl}:${port}`,
     port,
     server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      if (inFlight > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 10_000);
+          onIdle = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      server.closeAllConnections();
+      await closed;
+    },
   };
 }
