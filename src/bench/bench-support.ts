@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { createId, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 
-/** Small helpers the benchmarks share: bounded waits, temp dirs, a free loopback port. */
+/** Small helpers the benchmarks share: bounded waits, temp dirs, a free loopback port, JSON requests. */
 
 /** Rejects when `promise` has not settled within `ms`; every wait in the benchmarks is bounded. */
 export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -38,6 +38,18 @@ export async function findFreePort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   if (address === null || typeof address === "string") throw new Error("no port assigned");
   return address.port;
+}
+
+/** A JSON request (`body` undefined: none); throws unless the status is one of `expect`. */
+export async function requestJson<T>(method: string, url: string, body: unknown, expect: readonly number[]): Promise<T> {
+  const response = await fetch(url, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!expect.includes(response.status)) throw new Error(`${method} ${url} answered ${response.status}: ${text.slice(0, 300)}`);
+  return JSON.parse(text) as T;
 }
 
 /** Runs `task` over `items` with at most `limit` in flight; resolves with the results in order. */

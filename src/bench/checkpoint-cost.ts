@@ -1,18 +1,14 @@
 import { join } from "node:path";
-import { createId, type RunRecord } from "../core/index.js";
-import type { Store } from "../store/index.js";
 import { createSqliteStore } from "../store/sqlite/index.js";
-import { createTempDir, openSizeInspector, startClaimedRun } from "./bench-support.js";
+import { createTempDir, openSizeInspector } from "./bench-support.js";
 import { compared, type Benchmark, type BenchmarkResult } from "./benchmark.js";
+import { createGrowingThread, PUBLISHED_CONTENT } from "./growing-thread.js";
 import { median, round } from "./statistics.js";
 
-const TENANT = "bench";
 const BATCH = 200;
 const EARLY_POSITION = 10;
 const LATE_POSITION = 10_000;
 const REPETITIONS = 3;
-/** A short assistant answer (~400 characters), the same for every publish. */
-const CONTENT = "A checkpointed answer. ".repeat(18);
 
 /** One measured batch of publishes: time per publish and the file growth it caused. */
 interface BatchCost {
@@ -22,34 +18,6 @@ interface BatchCost {
   pageBytes: number;
   /** Growth of the stored payload (dbstat) per publish: the bytes actually written into rows. */
   payloadBytes: number;
-}
-
-/** A thread with one running run that publishes message after message (each with its checkpoint). */
-async function createGrowingThread(store: Store): Promise<{ run: RunRecord; publish(): Promise<void> }> {
-  const now = Date.now();
-  const thread = await store.createThread({ tenantId: TENANT, threadId: createId("thr"), checkpointId: createId("cp"), metadata: {}, now });
-  const run = await startClaimedRun(store, TENANT, thread.threadId, "Grow this thread.");
-  let step = 0;
-  return {
-    run,
-    async publish() {
-      step++;
-      const result = await store.publishMessage({
-        tenantId: TENANT,
-        runId: run.runId,
-        messageId: createId("msg"),
-        checkpointId: createId("cp"),
-        role: "assistant",
-        content: CONTENT,
-        completedStepId: `model-${step}`,
-        stats: { llmCallCount: 1, inputTokens: 100, outputTokens: 80, tokensEstimated: false },
-        // The run stays `running`, so one run can grow the thread to any length.
-        complete: false,
-        now: Date.now(),
-      });
-      if (result.kind !== "published") throw new Error("publish was rejected");
-    },
-  };
 }
 
 async function measureBatch(publish: () => Promise<void>, inspector: ReturnType<typeof openSizeInspector>): Promise<BatchCost> {
@@ -138,7 +106,7 @@ export const checkpointCost: Benchmark = {
       details: {
         batch: BATCH,
         repetitions: REPETITIONS,
-        contentChars: CONTENT.length,
+        contentChars: PUBLISHED_CONTENT.length,
         note: "bytes from a read-only connection: (page_count − freelist_count) × page_size, and SUM(payload) FROM dbstat",
         runs: results.map((result) => ({ early: roundCost(result.early), late: roundCost(result.late) })),
       },

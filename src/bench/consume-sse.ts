@@ -1,4 +1,5 @@
 import { readSseEvents } from "../stream/index.js";
+import { absoluteNow } from "./absolute-clock.js";
 
 /** What one SSE response delivered to the client. */
 export interface SseConsumption {
@@ -14,14 +15,22 @@ export interface SseConsumption {
   lastType: string | undefined;
 }
 
+/** An event as parsed from one SSE `data` field. */
+export type ParsedEvent = { type: string } & Record<string, unknown>;
+
+export interface ConsumeSseOptions {
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
+  onDelta?: (deltas: number) => void;
+  /** Every event, with the absolute time ({@link absoluteNow}) its message arrived, taken before parsing. */
+  onEvent?: (event: ParsedEvent, arrivedAt: number) => void;
+}
+
 /**
  * The client side that every path in the benchmarks shares: `fetch` + `readSseEvents` + one
  * `JSON.parse` per `data` field, counting `message.delta` events until the server ends the stream.
  */
-export async function consumeSse(
-  url: string,
-  options: { signal?: AbortSignal; headers?: Record<string, string>; onDelta?: (deltas: number) => void } = {},
-): Promise<SseConsumption> {
+export async function consumeSse(url: string, options: ConsumeSseOptions = {}): Promise<SseConsumption> {
   const response = await fetch(url, { headers: { accept: "text/event-stream", ...options.headers }, signal: options.signal });
   const consumption: SseConsumption = {
     status: response.status,
@@ -37,7 +46,10 @@ export async function consumeSse(
     return consumption;
   }
   for await (const message of readSseEvents(response.body, { signal: options.signal })) {
-    const event = JSON.parse(message.data) as { type: string };
+    // Only readers that ask for arrival times pay for the clock read.
+    const arrivedAt = options.onEvent ? absoluteNow() : Number.NaN;
+    const event = JSON.parse(message.data) as ParsedEvent;
+    options.onEvent?.(event, arrivedAt);
     consumption.events++;
     consumption.lastType = event.type;
     if (event.type === "message.delta") {

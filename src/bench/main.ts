@@ -10,9 +10,12 @@ import { fileURLToPath } from "node:url";
 import type { Benchmark, BenchmarkResult } from "./benchmark.js";
 import { cancelLatency } from "./cancel-latency.js";
 import { checkpointCost } from "./checkpoint-cost.js";
+import { clusterCancel } from "./cluster-cancel.js";
+import { clusterThroughput } from "./cluster-throughput.js";
 import { forkCost } from "./fork-cost.js";
 import { formatTable } from "./format-table.js";
 import { ledgerOverhead } from "./ledger-overhead.js";
+import { pgCheckpointCost } from "./pg-checkpoint-cost.js";
 import { resumeLatency } from "./resume-latency.js";
 import { providerCpu } from "./provider-cpu.js";
 import { providerStop } from "./provider-stop.js";
@@ -20,7 +23,7 @@ import { rss1000 } from "./rss-1000.js";
 import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));

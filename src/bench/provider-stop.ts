@@ -6,9 +6,10 @@ import { streamText } from "ai";
 import { createOpenAICompatibleModel, fromAISDKModel, withRetries } from "../models/index.js";
 import { createRuntime, silentLogger, type ChatModel, type Runtime } from "../runtime/index.js";
 import { createSqliteStore } from "../store/sqlite/index.js";
+import { absoluteNow } from "./absolute-clock.js";
 import { createTempDir, withTimeout } from "./bench-support.js";
 import { compared, type Benchmark, type BenchmarkResult, type Figure } from "./benchmark.js";
-import { absoluteNow, startRemoteProvider, type RemoteClose, type RemoteProvider } from "./remote-provider.js";
+import { startRemoteProvider, type RemoteClose, type RemoteProvider } from "./remote-provider.js";
 import { percentile, round, summarize } from "./statistics.js";
 
 const TENANT = "bench";

@@ -1,19 +1,15 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import type { TestProviderScenario } from "../testing/index.js";
+import { estimateClockOffset, type ClockOffset } from "./absolute-clock.js";
 import { withTimeout } from "./bench-support.js";
 
 /**
  * The OpenAI-compatible test provider in a child process, reporting over IPC. Its event loop is
  * not the client's, so when it "sees a socket close" does not include what the client process
  * does after a Stop. Every time it reports is absolute (`performance.timeOrigin + performance.now()`,
- * ms since the Unix epoch at µs resolution), comparable with {@link absoluteNow} in this process.
+ * ms since the Unix epoch at µs resolution), comparable with `absoluteNow()` (absolute-clock.ts) in this process.
  */
-
-/** This process's absolute high-resolution time, comparable with the child's. */
-export function absoluteNow(): number {
-  return performance.timeOrigin + performance.now();
-}
 
 /** A streaming (`stream: true`) request the child received. */
 export interface RemoteRequest {
@@ -46,7 +42,7 @@ export interface RemoteProvider {
    * Child clock minus this clock (ms), by IPC ping-pong: the child's time minus the midpoint of the
    * round trip, taken from the fastest of `pings`; `rttMs` bounds the error (± rtt/2).
    */
-  clockOffset(pings: number): Promise<{ offsetMs: number; rttMs: number }>;
+  clockOffset(pings: number): Promise<ClockOffset>;
   close(): Promise<void>;
 }
 
@@ -177,17 +173,7 @@ export async function startRemoteProvider(scenario: TestProviderScenario): Promi
       return reply.at;
     },
     closed: (id) => closeEntry(id).promise,
-    async clockOffset(pings) {
-      let best = { offsetMs: Number.NaN, rttMs: Number.POSITIVE_INFINITY };
-      for (let index = 0; index < pings; index++) {
-        const sentAt = absoluteNow();
-        const reply = await call<Extract<ChildMessage, { type: "pong" }>>({ type: "ping", ticket: ++nextTicket });
-        const receivedAt = absoluteNow();
-        const rttMs = receivedAt - sentAt;
-        if (rttMs < best.rttMs) best = { offsetMs: reply.at - (sentAt + receivedAt) / 2, rttMs };
-      }
-      return best;
-    },
+    clockOffset: (pings) => estimateClockOffset(pings, async () => (await call<Extract<ChildMessage, { type: "pong" }>>({ type: "ping", ticket: ++nextTicket })).at),
     async close() {
       if (child.connected) child.disconnect();
       const hasExited = await withTimeout(exited, 5_000, "the provider child to exit").then(
