@@ -1,6 +1,7 @@
 /** Request and response schemas: validation and the OpenAPI 3.1 document come from these. */
 import { z } from "@hono/zod-openapi";
 import { ERROR_CODES, RUN_STATUSES } from "../core/index.js";
+import { decodeThreadCursor } from "./thread-cursor.js";
 
 export const ErrorSchema = z
   .object({
@@ -42,6 +43,16 @@ export const ThreadSchema = z
     updated_at: z.string(),
   })
   .openapi("Thread");
+
+export const ThreadListSchema = z
+  .object({
+    threads: z.array(ThreadSchema).openapi({ description: "Most recently updated first (ties: the greater thread_id first)." }),
+    next_cursor: z
+      .string()
+      .nullable()
+      .openapi({ description: "Pass it as `before` for the next page; null when this page is the last." }),
+  })
+  .openapi("ThreadList");
 
 export const RunSchema = z
   .object({
@@ -161,6 +172,24 @@ export const HistoryQuery = z.object({
     description: "Only the last N messages (deleted drafts count toward N but are not listed); default all.",
   }),
 });
+
+/** The default and largest page of `GET /v1/threads` (the `limit` pattern below allows 1–100). */
+export const THREAD_PAGE_DEFAULT = 20;
+export const THREAD_PAGE_MAX = 100;
+export const ListThreadsQuery = z.object({
+  limit: z
+    .string()
+    .regex(/^(?:[1-9]\d?|100)$/, `must be a whole number from 1 to ${THREAD_PAGE_MAX}`)
+    .optional()
+    .openapi({ description: `Threads per page, 1–${THREAD_PAGE_MAX} (default ${THREAD_PAGE_DEFAULT}).` }),
+  before: z
+    .string()
+    // One check, one issue: a cursor too long to be one does not decode either.
+    .refine((value) => decodeThreadCursor(value) !== undefined, "is not a cursor from next_cursor")
+    .optional()
+    .openapi({ description: "The previous page's `next_cursor`: the page of threads after it. Absent: the first page." }),
+});
+
 export const EventsQuery = z.object({
   after: z.string().regex(/^\d{1,16}$/).optional().openapi({ description: "Replay events after this seq (like Last-Event-ID)." }),
 });

@@ -61,6 +61,20 @@ export interface ListMessagesOptions {
   limit?: number;
 }
 
+/** Where a page of {@link Store.listThreads} starts: the last thread of the previous page. */
+export interface ThreadListPosition {
+  updatedAt: number;
+  threadId: string;
+}
+
+/** Options for {@link Store.listThreads}. */
+export interface ListThreadsOptions {
+  /** At most this many threads (below 1: none). The cost follows `limit`, not the tenant's number of threads. */
+  limit: number;
+  /** Only threads after this one in the listing's order (keyset pagination); absent: from the most recent. */
+  before?: ThreadListPosition;
+}
+
 /** Options for {@link Store.listCheckpoints}. */
 export interface ListCheckpointsOptions {
   /** Only checkpoints at this version or newer. */
@@ -328,6 +342,12 @@ export interface Store {
   createThread(input: CreateThreadInput): Promise<ThreadRecord>;
   /** The thread, or undefined when unknown, foreign or deleted. */
   getThread(tenantId: string, threadId: string): Promise<ThreadRecord | undefined>;
+  /**
+   * The tenant's threads that are not deleted, most recently updated first (ties: the greater
+   * `threadId` first). A page that starts `before` the last thread of the previous one continues
+   * it without duplicates or gaps; a thread that changes meanwhile moves to the front.
+   */
+  listThreads(tenantId: string, options: ListThreadsOptions): Promise<ThreadRecord[]>;
   /** Marks the thread deleted (its runs must already be stopping); false when not found. */
   deleteThread(tenantId: string, threadId: string, now: number): Promise<boolean>;
   /** Saves the title in its own transaction, only if the thread has none yet. */

@@ -10,10 +10,14 @@ import {
   MessageSchema,
   HistoryMarkerSchema,
   HistoryQuery,
+  ListThreadsQuery,
   OperationSchema,
+  THREAD_PAGE_DEFAULT,
   ThreadIdParam,
+  ThreadListSchema,
   ThreadSchema,
 } from "../schemas.js";
+import { decodeThreadCursor, encodeThreadCursor } from "../thread-cursor.js";
 import { z } from "@hono/zod-openapi";
 import { checkpointView, historyMarkers, messageView, operationView, threadView } from "../wire.js";
 import { registerForkRoutes } from "./fork.js";
@@ -24,6 +28,14 @@ const createThread = createRoute({
   summary: "Create a thread",
   request: { body: { content: json(CreateThreadBody), required: false } },
   responses: { 201: { description: "The new thread", content: json(ThreadSchema) }, ...errorResponses(400, 401, 413, 415) },
+});
+
+const listThreads = createRoute({
+  method: "get",
+  path: "/v1/threads",
+  summary: "The tenant's threads, most recently updated first, a page at a time",
+  request: { query: ListThreadsQuery },
+  responses: { 200: { description: "A page of threads", content: json(ThreadListSchema) }, ...errorResponses(400, 401) },
 });
 
 const getThread = createRoute({
@@ -86,7 +98,7 @@ const getCheckpoints = createRoute({
   },
 });
 
-/** Thread routes: create, read, terminate, history, checkpoints, fork. */
+/** Thread routes: create, list, read, terminate, history, checkpoints, fork. */
 export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime): void {
   const requireThread = async (tenantId: string, threadId: string) => {
     const thread = await runtime.store.getThread(tenantId, threadId);
@@ -98,6 +110,25 @@ export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime)
     const body = c.req.valid("json");
     const thread = await runtime.createThread(c.get("tenantId"), body.metadata ?? {});
     return c.json(threadView(thread), 201);
+  });
+
+  app.openapi(listThreads, async function listThreadsHandler(c) {
+    const query = c.req.valid("query");
+    const limit = query.limit === undefined ? THREAD_PAGE_DEFAULT : Number(query.limit);
+    const before = query.before === undefined ? undefined : decodeThreadCursor(query.before);
+    // The schema already refused a cursor that does not decode; never read such a one as "the first page".
+    if (query.before !== undefined && !before) {
+      const message = "is not a cursor from next_cursor";
+      throw new TidemarkError("invalid_request", `The request is not valid: before: ${message}`, { details: { issues: [{ path: "before", message }] } });
+    }
+    // One more than the page tells whether another page follows, so the last page says so itself.
+    const found = await runtime.store.listThreads(c.get("tenantId"), { limit: limit + 1, before });
+    const page = found.slice(0, limit);
+    const last = page.at(-1);
+    return c.json(
+      { threads: page.map(threadView), next_cursor: found.length > limit && last ? encodeThreadCursor(last) : null },
+      200,
+    );
   });
 
   app.openapi(getThread, async function getThreadHandler(c) {

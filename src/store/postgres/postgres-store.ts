@@ -18,6 +18,7 @@ import type {
   ForkThreadResult,
   ListCheckpointsOptions,
   ListMessagesOptions,
+  ListThreadsOptions,
   PrepareOperationInput,
   PrepareOperationResult,
   PublishMessageInput,
@@ -49,7 +50,7 @@ import { claimQueuedRuns, listCancelledRuns, listRecoverableRuns, releaseLease, 
 import { findRunByIdempotencyKey, listActiveRuns, listThreadsWithWaitingRuns } from "./run-queries.js";
 import { claimRun, finishRun, publishMessage, requestCancel, transitionRun } from "./run-transitions.js";
 import { scanThreads } from "./snapshots.js";
-import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, saveTitle } from "./thread-queries.js";
+import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, listThreads, saveTitle } from "./thread-queries.js";
 import { appendTrace, listTraces } from "./traces.js";
 
 /** Options for {@link createPostgresStore}. */
@@ -120,6 +121,10 @@ class PostgresStore implements Store {
 
   async getThread(tenantId: string, threadId: string): Promise<ThreadRecord | undefined> {
     return getThread(this.#context, tenantId, threadId);
+  }
+
+  async listThreads(tenantId: string, options: ListThreadsOptions): Promise<ThreadRecord[]> {
+    return listThreads(this.#context, tenantId, options);
   }
 
   async deleteThread(tenantId: string, threadId: string, now: number): Promise<boolean> {

@@ -158,4 +158,13 @@ export const PG_MIGRATIONS: readonly { version: number; name: string; sql: strin
       CREATE INDEX run_events_by_time ON run_events (at);
     `,
   },
+  {
+    version: 2,
+    name: "thread list",
+    sql: `
+      -- A tenant's threads, most recently updated first, a page at a time: deleted threads are
+      -- not in it, so a page reads only the rows it returns.
+      CREATE INDEX threads_by_updated_at ON threads (tenant_id, updated_at, thread_id) WHERE status = 'active';
+    `,
+  },
 ];

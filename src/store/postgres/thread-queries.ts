@@ -1,6 +1,6 @@
 /** Threads in the PostgreSQL adapter: creation, reads through a lineage, titles, deletion and forks. */
 import { emptyStats, type CheckpointRecord, type MessageRecord, type ThreadRecord } from "../../core/index.js";
-import type { CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions } from "../store.js";
+import type { CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions, ListThreadsOptions } from "../store.js";
 import { prefixLength, readLineage, readLineageCheckpoints, readLineageMessages, type LineageLevel } from "./lineage.js";
 import { toCheckpoint, toThread } from "../rows.js";
 import type { PgContext } from "./pg-context.js";
@@ -45,6 +45,22 @@ export async function createThread(context: PgContext, input: CreateThreadInput)
 export async function getThread(context: PgContext, tenantId: string, threadId: string): Promise<ThreadRecord | undefined> {
   const thread = await context.thread(tenantId, threadId);
   return thread?.status === "active" ? thread : undefined;
+}
+
+/** The tenant's threads that are not deleted, most recently updated first, one keyset page. */
+export async function listThreads(context: PgContext, tenantId: string, options: ListThreadsOptions): Promise<ThreadRecord[]> {
+  const limit = Math.floor(options.limit);
+  if (!(limit >= 1)) return [];
+  // The row comparison and the order match threads_by_updated_at, read backwards: a page reads only its own rows.
+  const rows = options.before
+    ? await context.sql(
+        `SELECT * FROM threads WHERE tenant_id = ? AND status = 'active' AND (updated_at, thread_id) < (?, ?)
+         ORDER BY updated_at DESC, thread_id DESC LIMIT ?`,
+      ).all(tenantId, options.before.updatedAt, options.before.threadId, limit)
+    : await context.sql(
+        "SELECT * FROM threads WHERE tenant_id = ? AND status = 'active' ORDER BY updated_at DESC, thread_id DESC LIMIT ?",
+      ).all(tenantId, limit);
+  return rows.map(toThread);
 }
 
 /** Marks an active thread deleted; false when there was none. */

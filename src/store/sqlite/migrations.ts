@@ -177,6 +177,15 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX runs_waiting ON runs (tenant_id, thread_id, created_at) WHERE is_waiting = 1;
     `,
   },
+  {
+    version: 6,
+    name: "thread list",
+    sql: `
+      -- A tenant's threads, most recently updated first, a page at a time: deleted threads are
+      -- not in it, so a page reads only the rows it returns.
+      CREATE INDEX threads_by_updated_at ON threads (tenant_id, updated_at, thread_id) WHERE status = 'active';
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

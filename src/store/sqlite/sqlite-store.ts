@@ -18,6 +18,7 @@ import type {
   ForkThreadResult,
   ListCheckpointsOptions,
   ListMessagesOptions,
+  ListThreadsOptions,
   PrepareOperationInput,
   PrepareOperationResult,
   PublishMessageInput,
@@ -49,7 +50,7 @@ import { findRunByIdempotencyKey, listActiveRuns, listThreadsWithWaitingRuns } f
 import { claimRun, finishRun, publishMessage, requestCancel, transitionRun } from "./run-transitions.js";
 import { scanThreads } from "./snapshots.js";
 import { SqliteContext } from "./sqlite-context.js";
-import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, saveTitle } from "./thread-queries.js";
+import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, listThreads, saveTitle } from "./thread-queries.js";
 import { appendTrace, listTraces } from "./traces.js";
 import { startWalCheckpointer, type WalCheckpointer, type WalCheckpointProgress } from "./wal-checkpointer.js";
 
@@ -105,6 +106,10 @@ class SqliteStore implements Store {
 
   async getThread(tenantId: string, threadId: string): Promise<ThreadRecord | undefined> {
     return getThread(this.#context, tenantId, threadId);
+  }
+
+  async listThreads(tenantId: string, options: ListThreadsOptions): Promise<ThreadRecord[]> {
+    return listThreads(this.#context, tenantId, options);
   }
 
   async deleteThread(tenantId: string, threadId: string, now: number): Promise<boolean> {

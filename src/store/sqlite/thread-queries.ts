@@ -1,8 +1,8 @@
 /** Threads in the SQLite adapter: creation, reads through a lineage, titles, deletion and forks. */
 import { emptyStats, type CheckpointRecord, type MessageRecord, type ThreadRecord } from "../../core/index.js";
-import type { CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions } from "../store.js";
+import type { CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions, ListThreadsOptions } from "../store.js";
 import { prefixLength, readLineage, readLineageCheckpoints, readLineageMessages, type LineageLevel } from "./lineage.js";
-import { toCheckpoint, type Row } from "../rows.js";
+import { toCheckpoint, toThread, type Row } from "../rows.js";
 import type { SqliteContext } from "./sqlite-context.js";
 
 /** Creates a thread with its `thread_created` checkpoint at version 1. */
@@ -45,6 +45,23 @@ export function createThread(context: SqliteContext, input: CreateThreadInput): 
 export function getThread(context: SqliteContext, tenantId: string, threadId: string): ThreadRecord | undefined {
   const thread = context.thread(tenantId, threadId);
   return thread?.status === "active" ? thread : undefined;
+}
+
+/** The tenant's threads that are not deleted, most recently updated first, one keyset page. */
+export function listThreads(context: SqliteContext, tenantId: string, options: ListThreadsOptions): ThreadRecord[] {
+  const limit = Math.floor(options.limit);
+  // SQLite reads a negative LIMIT as none at all.
+  if (!(limit >= 1)) return [];
+  // The row comparison and the order match threads_by_updated_at, read backwards: a page reads only its own rows.
+  const rows = options.before
+    ? context.sql(
+        `SELECT * FROM threads WHERE tenant_id = ? AND status = 'active' AND (updated_at, thread_id) < (?, ?)
+         ORDER BY updated_at DESC, thread_id DESC LIMIT ?`,
+      ).all(tenantId, options.before.updatedAt, options.before.threadId, limit)
+    : context.sql(
+        "SELECT * FROM threads WHERE tenant_id = ? AND status = 'active' ORDER BY updated_at DESC, thread_id DESC LIMIT ?",
+      ).all(tenantId, limit);
+  return (rows as Row[]).map(toThread);
 }
 
 /** Marks an active thread deleted; false when there was none. */
