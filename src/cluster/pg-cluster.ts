@@ -26,7 +26,8 @@ export async function createPgCluster(options: PgClusterOptions): Promise<Cluste
   const logger = options.logger ?? silentLogger;
   const prefix = `tidemark_${options.schema ?? "public"}`;
   const channels = { control: `${prefix}_control`, queued: `${prefix}_queued`, events: `${prefix}_events` };
-  const pool = createPool({ url: options.url, schema: options.schema, poolSize: 4 });
+  // The event writer and the follower each keep at most one query in flight; notifies are short.
+  const pool = createPool({ url: options.url, schema: options.schema, poolSize: 3 });
   const writer = new PgEventWriter(pool, channels.events, logger);
   const follower = new PgEventFollower(pool, logger, options.eventPollMs ?? 1_000);
   const controlListeners: ((message: ControlMessage) => void)[] = [];

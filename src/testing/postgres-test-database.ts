@@ -28,7 +28,8 @@ export async function dropTestSchema(schema: string, url = TEST_PG_URL): Promise
 /** A PostgreSQL store in a new schema; `close` closes it and drops the schema. */
 export async function createTestPostgresStore(options: { poolSize?: number } = {}): Promise<Store & { schema: string }> {
   const schema = newTestSchemaName();
-  const store = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: options.poolSize });
+  // Small pools: many test files share one server's max_connections (100 by default).
+  const store = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: options.poolSize ?? 4 });
   const close = store.close.bind(store);
   return Object.assign(store, {
     schema,

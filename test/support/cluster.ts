@@ -39,6 +39,8 @@ export interface ClusterNode {
 export const CLUSTER_BASE_ENV: Record<string, string> = {
   TIDEMARK_LEASE_MS: "600",
   TIDEMARK_POLL_MS: "200",
+  // Four processes at once, beside the other test files, on one server's 100 connections.
+  TIDEMARK_PG_POOL_SIZE: "4",
 };
 
 const MAX_LOG = 256 * 1024;

@@ -74,9 +74,9 @@ const postgres: StoreAdapter = {
     const { createPostgresStore, dropTestSchema, newTestSchemaName, TEST_PG_URL } = await postgresModules();
     const schema = newTestSchemaName("tm_shared");
     // The first store creates the schema and migrates it; the others only connect.
-    const stores = [await createPostgresStore({ url: TEST_PG_URL, schema })];
+    const stores = [await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 5 })];
     try {
-      for (let index = 1; index < count; index++) stores.push(await createPostgresStore({ url: TEST_PG_URL, schema }));
+      for (let index = 1; index < count; index++) stores.push(await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 5 }));
     } catch (error) {
       await Promise.all(stores.map((store) => store.close()));
       await dropTestSchema(schema);

@@ -29,7 +29,8 @@ export async function getOperation(context: PgContext, tenantId: string, opId: s
 
 /** One operation by idempotency key. */
 async function operationByKey(context: PgContext, tenantId: string, key: string): Promise<OperationRecord | undefined> {
-  const row = await context.sql("SELECT * FROM operations WHERE tenant_id = ? AND idempotency_key = ?").get(tenantId, key);
+  // Locked: a key is shared across threads, so two preparers on different threads take turns on its row.
+  const row = await context.sql("SELECT * FROM operations WHERE tenant_id = ? AND idempotency_key = ? FOR UPDATE").get(tenantId, key);
   return row ? toOperation(row) : undefined;
 }
 
