@@ -5,7 +5,7 @@ export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "bench/results/**"] },
   ...tseslint.configs.recommended,
   {
-    files: ["**/*.ts"],
+    files: ["**/*.ts", "**/*.tsx"],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       "@typescript-eslint/no-floating-promises": "error",

@@ -23,6 +23,8 @@ export interface TidemarkOptions {
   databaseUrl?: string;
   /** With `databaseUrl`: a schema of its own (default the connection's search_path). */
   databaseSchema?: string;
+  /** With `databaseUrl`: connections in the store's pool (default 10). */
+  databasePoolSize?: number;
   /** With `databaseUrl`: `api`, `worker` or `all` (default). */
   role?: RuntimeRole;
   /** A worker executes at most this many runs at once (default 64). */
@@ -47,6 +49,8 @@ export interface TidemarkOptions {
   disconnectGraceMs?: number;
   /** The tools the model may call. */
   tools?: readonly Tool[];
+  /** The built web app's directory, served at `/` (the CLI passes `dist/web`); none when left out. */
+  webRoot?: string;
 }
 
 /** A running Tidemark: store, runtime and HTTP server. */
@@ -81,7 +85,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
   let cluster: Cluster | undefined;
   if (options.databaseUrl) {
     const database = { url: options.databaseUrl, schema: options.databaseSchema };
-    store = options.store ?? (await createPostgresStore(database));
+    store = options.store ?? (await createPostgresStore({ ...database, poolSize: options.databasePoolSize }));
     cluster = await createPgCluster({ ...database, logger }).catch(async (error: unknown) => {
       await store.close();
       throw error;
@@ -117,6 +121,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     heartbeatMs: options.heartbeatMs,
     maxBacklogEvents: options.maxBacklogEvents,
     stallTimeoutMs: options.stallTimeoutMs,
+    webRoot: options.webRoot,
   });
   return {
     url: server.url,

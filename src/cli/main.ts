@@ -6,7 +6,7 @@ import { selectModel, MODEL_SPECS } from "../models/index.js";
 import { createDemoOutbox } from "../tools/demo-outbox.js";
 import { createDemoTools } from "../tools/demo-tools.js";
 import { createJsonLogger, type ChatModel, type RuntimeRole } from "../runtime/index.js";
-import { parseApiKeys } from "../server/index.js";
+import { DEFAULT_WEB_ROOT, parseApiKeys } from "../server/index.js";
 import { startTidemark } from "../start-tidemark.js";
 import type { Store } from "../store/index.js";
 import { createPostgresStore } from "../store/postgres/index.js";
@@ -30,7 +30,18 @@ program
   .option("--role <role>", "api | worker | all (api and worker need PostgreSQL)", role, "all")
   .option("--outbox <file>", "the demo email outbox (SQLite; default the --db file, or ./tidemark-outbox.db with PostgreSQL)")
   .option("--model <name>", `model: ${MODEL_SPECS.join(" | ")} (or TIDEMARK_MODEL)`, process.env.TIDEMARK_MODEL ?? "demo")
-  .action(async (options: { port: number; host: string; db: string; schema?: string; role: RuntimeRole; outbox?: string; model: string }) => {
+  .option("--web <dir>", "the built web app to serve at / (npm run build:web)", DEFAULT_WEB_ROOT)
+  .option("--no-web", "serve the API only")
+  .action(async (options: {
+    port: number;
+    host: string;
+    db: string;
+    schema?: string;
+    role: RuntimeRole;
+    outbox?: string;
+    model: string;
+    web: string | false;
+  }) => {
     const logger = createJsonLogger();
     let model: ChatModel;
     try {
@@ -49,6 +60,7 @@ program
       ...(isPostgres ? { databaseUrl: options.db, databaseSchema: options.schema } : { dbPath: options.db }),
       role: options.role,
       maxConcurrentRuns: envNumber("TIDEMARK_WORKER_CONCURRENCY"),
+      databasePoolSize: envNumber("TIDEMARK_PG_POOL_SIZE"),
       pollMs: envNumber("TIDEMARK_POLL_MS"),
       host: options.host,
       port: options.port,
@@ -59,6 +71,7 @@ program
       leaseMs: envNumber("TIDEMARK_LEASE_MS"),
       eventTtlMs: envNumber("TIDEMARK_EVENT_TTL_MS"),
       heartbeatMs: envNumber("TIDEMARK_HEARTBEAT_MS"),
+      webRoot: options.web === false ? undefined : options.web,
     }).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error)));
     const where = isPostgres ? "postgres" : options.db;
     logger.info({ url: tidemark.url, db: where, role: options.role, worker_id: tidemark.runtime.workerId, model: options.model }, "tidemark serving");

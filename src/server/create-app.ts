@@ -11,6 +11,7 @@ import { registerOperationRoutes } from "./routes/operations.js";
 import { registerRunRoutes, type RunRouteOptions } from "./routes/runs.js";
 import { registerSystemRoutes } from "./routes/system.js";
 import { registerThreadRoutes } from "./routes/threads.js";
+import { registerWebApp } from "./web-app.js";
 
 /** Options for {@link createApp}. */
 export interface AppOptions extends RunRouteOptions {
@@ -21,9 +22,11 @@ export interface AppOptions extends RunRouteOptions {
   /** Largest accepted request body in bytes (default 1 MiB). */
   maxBodyBytes?: number;
   logger?: Logger;
+  /** The built web app's directory (`tidemark serve` uses `dist/web`), served at `/`; none when left out. */
+  webRoot?: string;
 }
 
-/** The HTTP API as a Hono app (mount it anywhere, or serve it with {@link startServer}). */
+/** The HTTP API (and, with `webRoot`, the web app) as a Hono app (mount it anywhere, or serve it with {@link startServer}). */
 export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   const logger = options.logger ?? silentLogger;
   const app = new OpenAPIHono<AppEnv>({
@@ -66,6 +69,8 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
       description: "Agent runs whose Stop, disconnect and resume are honest.",
     },
   });
+  // After every API route, so that the API keeps precedence; a worker serves no app.
+  if (options.webRoot !== undefined && options.runtime.role !== "worker") registerWebApp(app, options.webRoot);
   app.notFound((c) => errorResponse(c, "not_found", "No such route."));
   app.onError(createErrorHandler(logger));
   return app;

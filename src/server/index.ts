@@ -3,3 +3,4 @@ export { startServer, type RunningServer } from "./start-server.js";
 export { createServerMetrics, type ServerMetrics } from "./metrics.js";
 export { parseApiKeys, LOCAL_TENANT } from "./auth.js";
 export type { AppEnv } from "./app-env.js";
+export { DEFAULT_WEB_ROOT } from "./web-app.js";

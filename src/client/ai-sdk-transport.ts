@@ -1,0 +1,607 @@
+/**
+ * An AI SDK `ChatTransport` backed by a Tidemark server, so that `useChat()` (React, Vue,
+ * Svelte) or any `AbstractChat` streams Tidemark runs, and its Stop is a real cancel.
+ * Browser-safe: it needs only `fetch`.
+ *
+ * What it does, in AI SDK terms:
+ * - **Chat → thread.** A chat id is mapped to one Tidemark thread, in this order: the transport's
+ *   own memory; a chat id that is itself a thread id (`thr_…`, so `useChat({ id: threadId })`
+ *   needs nothing else); the `threadIdFor(chatId)` hook (e.g. read from `localStorage`); else a
+ *   new thread is created on first send, with metadata `{ai_sdk_chat_id}`, and
+ *   `onThreadCreated` is told (persist it there, so that a reload finds the thread again).
+ * - **`submit-message`** starts a run with the text of the last user message. The run is named by
+ *   the client (`run_id`), so a Stop pressed before the create's reply arrived still targets it.
+ *   Tidemark's history is append-only: an edited user message is sent as a new message.
+ * - **`regenerate-message`** is Tidemark's *Continue* (DESIGN §9): a run without input from the
+ *   thread's head checkpoint, so after a Stop the stopped step runs again with the confirmed
+ *   context (the discarded text is never glued on). A published answer is never replaced: if the
+ *   thread's last message is a published answer, regenerate fails with a clear error.
+ * - Run-creation fields can be passed per request through the AI SDK's `body` option:
+ *   `expected_state_version`, `multitask`, `on_disconnect`, `recovery_policy`,
+ *   `resume_from_checkpoint_id` (e.g. `chat.sendMessage({ text }, { body: { multitask: "enqueue" } })`).
+ *   A new message names the thread version the chat last saw (from its runs' events) as
+ *   `expected_state_version`, so a thread that moved on elsewhere answers 409
+ *   `state_version_conflict` (an `error` in the chat: reload or branch); the first message of a
+ *   chat builds on the head. The request options `headers` and `metadata` are not used.
+ * - **Stop.** `chat.stop()` / `useChat().stop()` aborts the request's signal; the transport then
+ *   sends `POST /v1/runs/{id}/cancel` (waiting up to `stopWaitMs` until the run is really
+ *   terminal). The next send on the same thread waits for that cancel first, so a Stop followed
+ *   at once by a new message does not meet `run_in_progress`. `settled()` awaits every pending Stop.
+ * - **Reconnect.** `reconnectToStream` looks up the thread's `active_run_id` and replays that run's
+ *   events from the start of the stream buffer (`resumeStreamIsReplay`), then follows it live; it
+ *   returns `null` when the thread has no active run.
+ *
+ * Events become UI message chunks: one assistant UI message per run (its id is the `run_id`),
+ * `text-start/-delta/-end` per Tidemark message (`message.delta` … `message.published`), dynamic,
+ * server-executed tool parts for `tool.started`/`tool.result` (input and output read from the
+ * thread's history), and `messageMetadata.tidemark` with the run's status. Terminal events:
+ * `run.completed` → `finish`; `run.failed` or a lost stream → `error` (the chat's status becomes
+ * `error`); `run.cancelled` → `abort`, the AI SDK's own chunk for an aborted stream. Deltas after
+ * `run.cancel_requested` are never shown: they are not part of the result.
+ *
+ * The AI SDK chat keeps the partial text the user saw after a Stop (in its own memory); Tidemark
+ * publishes none of it. `lastRun(chatId)` gives the ids and `last_seq` to save it explicitly as a
+ * fragment (`client.saveFragment`). Approvals of consequential tools go through the client
+ * (`approve`/`reject`) while the stream stays open; `messageMetadata.tidemark.interrupted` says
+ * which operation waits.
+ *
+ * @example
+ * const transport = createTidemarkTransport({
+ *   baseUrl: "http://127.0.0.1:8787",
+ *   threadIdFor: (chatId) => localStorage.getItem(`thread:${chatId}`),
+ *   onThreadCreated: ({ chatId, threadId }) => localStorage.setItem(`thread:${chatId}`, threadId),
+ * });
+ * const { messages, sendMessage, stop } = useChat({ id: "support", transport, resume: true });
+ */
+import type { ChatTransport, UIMessage, UIMessageChunk } from "ai";
+import type { RunEvent } from "../core/run-event.js";
+import { createTidemarkClient, TidemarkApiError, type TidemarkClient, type TidemarkClientOptions } from "./api-client.js";
+import { createRunId } from "./create-run-id.js";
+import { openRunEventStream, type RunEventStream, type RunEventStreamOptions, type StreamNotice } from "./event-stream.js";
+import type { CancelView, StartRunBody, ThreadView } from "./wire-types.js";
+
+/** Where a run shown by the transport stands (the `tidemark` message metadata). */
+export interface TidemarkRunInfo {
+  thread_id: string;
+  run_id: string;
+  status: "running" | "interrupted" | "cancel_requested" | "cancelling" | "completed" | "cancelled" | "failed";
+  /** The seq of the last event the chat was given (what a fragment's `last_seq` should be). */
+  last_seq: number;
+  /** The Tidemark message whose deltas were shown last (a fragment's `message_id`). */
+  last_message_id: string | null;
+  /** The newest thread version this run reported. */
+  state_version: number | null;
+  published_message_id: string | null;
+  /** After a Stop: the checkpoint a Continue builds on. */
+  resume_checkpoint_id: string | null;
+  cancel_reason: string | null;
+  failure_reason: string | null;
+  discarded_stream_chars: number | null;
+  /** A consequential operation waiting for `approve`/`reject`. */
+  interrupted: { op_id: string; tool: string; idempotency_key: string; preview: unknown } | null;
+}
+
+/** The outcome of a Stop's cancel request. */
+export interface TidemarkStopOutcome {
+  chatId: string;
+  threadId: string;
+  runId: string;
+  /** The server's reply (`status` is the terminal one unless `wait_timed_out`). */
+  cancel?: CancelView;
+  /** Set when the cancel could not be delivered. */
+  error?: unknown;
+}
+
+/** Hooks and settings of {@link createTidemarkTransport}. */
+export interface TidemarkTransportSettings {
+  /** The thread of a chat the transport has not seen (e.g. after a reload); `undefined`/`null`: none yet. */
+  threadIdFor?: (chatId: string) => string | null | undefined | Promise<string | null | undefined>;
+  /** Told when the transport created a thread for a chat: persist the mapping here. */
+  onThreadCreated?: (event: { chatId: string; threadId: string; thread: ThreadView }) => void | Promise<void>;
+  /** The cancel reason a Stop sends (default `user_pressed_stop`). */
+  stopReason?: string;
+  /** How long a Stop's cancel waits for the run to be really terminal (default 10 000 ms). */
+  stopWaitMs?: number;
+  /** Told how each Stop's cancel ended (also when it could not be delivered). */
+  onStop?: (outcome: TidemarkStopOutcome) => void;
+  /** Heartbeat timeout and retry budget of the event streams. */
+  stream?: Pick<RunEventStreamOptions, "heartbeatTimeoutMs" | "retry">;
+}
+
+/** Options of {@link createTidemarkTransport}: a client, or what it takes to make one, plus settings. */
+export type TidemarkTransportOptions = ({ client: TidemarkClient } | TidemarkClientOptions) & TidemarkTransportSettings;
+
+/** The transport, with a few Tidemark extras beside the AI SDK's interface. */
+export interface TidemarkChatTransport<UI_MESSAGE extends UIMessage = UIMessage> extends ChatTransport<UI_MESSAGE> {
+  /** Reconnecting replays the run's stream from its start. */
+  readonly resumeStreamIsReplay: true;
+  readonly client: TidemarkClient;
+  /** The thread a chat is mapped to, once known. */
+  threadIdOf(chatId: string): string | undefined;
+  /** The chat's latest run as the transport saw it (a copy). */
+  lastRun(chatId: string): TidemarkRunInfo | undefined;
+  /** Resolves once every Stop's cancel request has been answered (never rejects). */
+  settled(): Promise<void>;
+}
+
+const BODY_FIELDS = ["expected_state_version", "multitask", "on_disconnect", "recovery_policy", "resume_from_checkpoint_id"] as const;
+const STOP_ATTEMPTS = 3;
+
+/** Creates an AI SDK chat transport for a Tidemark server (see the module comment for its behaviour). */
+export function createTidemarkTransport<UI_MESSAGE extends UIMessage = UIMessage>(
+  options: TidemarkTransportOptions,
+): TidemarkChatTransport<UI_MESSAGE> {
+  const client = "client" in options ? options.client : createTidemarkClient(options);
+  const stopReason = options.stopReason ?? "user_pressed_stop";
+  const stopWaitMs = options.stopWaitMs ?? 10_000;
+  /** chat id → its thread id (a promise, so two sends at once create one thread). */
+  const threads = new Map<string, Promise<string | undefined>>();
+  const resolvedThreads = new Map<string, string>();
+  const lastRuns = new Map<string, TidemarkRunInfo>();
+  /** run id → its Stop's cancel request; thread id → the latest of those. */
+  const stops = new Map<string, Promise<void>>();
+  const threadStops = new Map<string, Promise<void>>();
+  /** chat id → how many reconnects were asked for (a newer one supersedes an aborted older one). */
+  const reconnectCounts = new Map<string, number>();
+
+  function threadFor(chatId: string, create: boolean): Promise<string | undefined> {
+    const known = threads.get(chatId);
+    if (known) return known;
+    const found = (async (): Promise<string | undefined> => {
+      if (/^thr_[0-9a-z]{26}$/.test(chatId)) return chatId;
+      const hooked = await options.threadIdFor?.(chatId);
+      if (hooked) return hooked;
+      if (!create) return undefined;
+      const thread = await client.createThread({ ai_sdk_chat_id: chatId });
+      await options.onThreadCreated?.({ chatId, threadId: thread.thread_id, thread });
+      return thread.thread_id;
+    })();
+    threads.set(chatId, found);
+    found.then(
+      (threadId) => {
+        if (threadId === undefined) threads.delete(chatId);
+        else resolvedThreads.set(chatId, threadId);
+      },
+      () => threads.delete(chatId),
+    );
+    return found;
+  }
+
+  /** Sends the Stop's cancel (retried on network and server errors); never rejects. */
+  function stopRun(chatId: string, threadId: string, runId: string): void {
+    if (stops.has(runId)) return;
+    const stopped = (async () => {
+      let outcome: TidemarkStopOutcome = { chatId, threadId, runId };
+      for (let attempt = 1; ; attempt++) {
+        try {
+          outcome = { chatId, threadId, runId, cancel: await client.cancelRun(runId, { reason: stopReason, waitMs: stopWaitMs }) };
+          break;
+        } catch (error) {
+          const retryable = !TidemarkApiError.isInstance(error) || error.status >= 500;
+          if (!retryable || attempt >= STOP_ATTEMPTS) {
+            outcome = { chatId, threadId, runId, error };
+            break;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+        }
+      }
+      const info = lastRuns.get(chatId);
+      if (info?.run_id === runId && outcome.cancel) {
+        if (outcome.cancel.accepted_state_version !== null) info.state_version = outcome.cancel.accepted_state_version;
+        info.resume_checkpoint_id = outcome.cancel.resume_checkpoint_id ?? info.resume_checkpoint_id;
+        if (outcome.cancel.status === "cancelled" || outcome.cancel.status === "completed" || outcome.cancel.status === "failed") {
+          info.status = outcome.cancel.status;
+        }
+      }
+      try {
+        options.onStop?.(outcome);
+      } catch {
+        // A listener's bug must not turn a delivered Stop into a failure.
+      }
+    })();
+    const settle = stopped.finally(() => {
+      stops.delete(runId);
+      if (threadStops.get(threadId) === settle) threadStops.delete(threadId);
+    });
+    stops.set(runId, settle);
+    threadStops.set(threadId, settle);
+  }
+
+  function newRunInfo(threadId: string, runId: string): TidemarkRunInfo {
+    return {
+      thread_id: threadId,
+      run_id: runId,
+      status: "running",
+      last_seq: 0,
+      last_message_id: null,
+      state_version: null,
+      published_message_id: null,
+      resume_checkpoint_id: null,
+      cancel_reason: null,
+      failure_reason: null,
+      discarded_stream_chars: null,
+      interrupted: null,
+    };
+  }
+
+  const transport: TidemarkChatTransport<UI_MESSAGE> = {
+    resumeStreamIsReplay: true,
+    client,
+
+    async sendMessages({ chatId, messages, trigger, abortSignal, body }) {
+      abortSignal?.throwIfAborted();
+      const runId = createRunId();
+      let threadId: string | undefined;
+      let requested = false;
+      // Stop = a real cancel, from the moment the create may have reached the server.
+      const onAbort = (): void => {
+        if (requested && threadId !== undefined) stopRun(chatId, threadId, runId);
+      };
+      abortSignal?.addEventListener("abort", onAbort, { once: true });
+      const release = (): void => abortSignal?.removeEventListener("abort", onAbort);
+      try {
+        const overrides = runOverrides(body);
+        const input = trigger === "submit-message" ? lastUserText(messages) : undefined;
+        threadId = await threadFor(chatId, true);
+        if (threadId === undefined) throw new Error("No Tidemark thread for this chat.");
+        // A Stop of the thread's previous run must have landed before the next run starts (and
+        // before a Continue reads the head, which that Stop moves).
+        await threadStops.get(threadId);
+        let runBody: StartRunBody;
+        // Like the web app, the transport names the version it builds on (DESIGN §8): a thread
+        // that moved on elsewhere (another tab, a saved fragment) answers 409, never silently mixes.
+        const knownVersion = lastRuns.get(chatId)?.thread_id === threadId ? lastRuns.get(chatId)?.state_version : undefined;
+        if (input !== undefined) {
+          runBody = { input: { role: "user", content: input }, run_id: runId };
+          if (knownVersion != null) runBody.expected_state_version = knownVersion;
+        }
+        else if (overrides.resume_from_checkpoint_id !== undefined) runBody = { run_id: runId };
+        else runBody = { ...(await continuation(threadId)), run_id: runId };
+        abortSignal?.throwIfAborted();
+        requested = true;
+        const run = await client.startRun(threadId, { ...runBody, ...overrides });
+        abortSignal?.throwIfAborted();
+        const info = newRunInfo(threadId, run.run_id);
+        info.state_version = run.state_version;
+        lastRuns.set(chatId, info);
+        return runChunks({ client, info, streamOptions: options.stream, onEnd: release });
+      } catch (error) {
+        release();
+        throw error;
+      }
+    },
+
+    async reconnectToStream({ chatId, abortSignal }) {
+      const ticket = (reconnectCounts.get(chatId) ?? 0) + 1;
+      reconnectCounts.set(chatId, ticket);
+      let stopRequested = false;
+      let target: { threadId: string; runId: string } | undefined;
+      const onAbort = (): void => {
+        // The chat aborts an older resume when it starts a newer one in the same tick: not a Stop.
+        queueMicrotask(() => {
+          if (reconnectCounts.get(chatId) !== ticket) return;
+          stopRequested = true;
+          if (target) stopRun(chatId, target.threadId, target.runId);
+        });
+      };
+      abortSignal?.addEventListener("abort", onAbort, { once: true });
+      const release = (): void => abortSignal?.removeEventListener("abort", onAbort);
+      try {
+        const threadId = abortSignal?.aborted ? undefined : await threadFor(chatId, false);
+        const thread = threadId === undefined ? undefined : await activeThread(threadId);
+        if (threadId === undefined || thread?.active_run_id == null) {
+          release();
+          return null;
+        }
+        target = { threadId, runId: thread.active_run_id };
+        if (stopRequested) stopRun(chatId, threadId, thread.active_run_id);
+        if (abortSignal?.aborted) {
+          release();
+          return null;
+        }
+        const previous = lastRuns.get(chatId);
+        const info = previous?.run_id === thread.active_run_id ? { ...previous, last_seq: 0 } : newRunInfo(threadId, thread.active_run_id);
+        info.state_version = Math.max(info.state_version ?? 0, thread.state_version);
+        lastRuns.set(chatId, info);
+        return runChunks({ client, info, streamOptions: options.stream, onEnd: release });
+      } catch (error) {
+        release();
+        throw error;
+      }
+    },
+
+    threadIdOf: (chatId) => resolvedThreads.get(chatId),
+    lastRun: (chatId) => {
+      const info = lastRuns.get(chatId);
+      return info ? { ...info } : undefined;
+    },
+    async settled() {
+      while (stops.size > 0) await Promise.all([...stops.values()]);
+    },
+  };
+
+  /** The thread, or undefined if it is gone (nothing to resume). */
+  async function activeThread(threadId: string): Promise<ThreadView | undefined> {
+    try {
+      return await client.getThread(threadId);
+    } catch (error) {
+      if (TidemarkApiError.isInstance(error) && error.status === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /** Continue: a run without input from the thread's head, unless the head is a published answer. */
+  async function continuation(threadId: string): Promise<StartRunBody> {
+    const [thread, history] = await Promise.all([client.getThread(threadId), client.getHistory(threadId, { limit: 1 })]);
+    const last = history.messages.at(-1);
+    if (last && last.role !== "user" && last.publication_status === "published") {
+      throw new Error(
+        "Tidemark keeps published answers (its history is append-only), so it cannot regenerate this one: send a new message instead, or fork the thread.",
+      );
+    }
+    return { resume_from_checkpoint_id: thread.head_checkpoint_id, expected_state_version: thread.state_version };
+  }
+
+  return transport;
+}
+
+/** The text of the last message, which must be the user's. */
+function lastUserText(messages: readonly UIMessage[]): string {
+  const last = messages.at(-1);
+  if (!last || last.role !== "user") {
+    throw new Error("A Tidemark run starts from a user message; tool results and approvals go through the Tidemark client.");
+  }
+  const text = last.parts
+    .map((part) => (part.type === "text" ? part.text : ""))
+    .filter((part) => part.length > 0)
+    .join("\n");
+  if (text.trim().length === 0) throw new Error("The Tidemark transport sends text; this message has none.");
+  return text;
+}
+
+/** The run-creation fields a request may set through the AI SDK's `body` option. */
+function runOverrides(body: object | undefined): Partial<StartRunBody> {
+  if (!body) return {};
+  const source = body as Record<string, unknown>;
+  const picked: Record<string, unknown> = {};
+  for (const field of BODY_FIELDS) if (source[field] !== undefined) picked[field] = source[field];
+  return picked as Partial<StartRunBody>;
+}
+
+interface RunChunkOptions {
+  client: TidemarkClient;
+  /** Updated in place as events arrive. */
+  info: TidemarkRunInfo;
+  streamOptions: TidemarkTransportSettings["stream"];
+  /** Called once when the chunk stream ends or is cancelled. */
+  onEnd: () => void;
+}
+
+/** The run's events, replayed from the start of its buffer, as UI message chunks. */
+function runChunks({ client, info, streamOptions, onEnd }: RunChunkOptions): ReadableStream<UIMessageChunk> {
+  let controller!: ReadableStreamDefaultController<UIMessageChunk>;
+  let events: RunEventStream | undefined;
+  let closed = false;
+  let queue: Promise<void> = Promise.resolve();
+  let cancelRequested = false;
+  let reconnecting = false;
+  const openTexts = new Set<string>();
+  /** tool_call_id → tool name, for calls without a result yet. */
+  const openTools = new Map<string, string>();
+
+  const push = (chunk: UIMessageChunk): void => {
+    if (!closed) controller.enqueue(chunk);
+  };
+  const metadata = (): UIMessageChunk => ({
+    type: "message-metadata",
+    messageMetadata: { tidemark: { ...info, connection: reconnecting ? "reconnecting" : "connected" } },
+  });
+  const finish = (last: UIMessageChunk[]): void => {
+    if (closed) return;
+    for (const id of openTexts) push({ type: "text-end", id });
+    openTexts.clear();
+    for (const [toolCallId] of openTools) {
+      push({
+        type: "tool-output-error",
+        toolCallId,
+        errorText: `The run ended (${info.status}) before this tool's result was published; the thread's operations show its true outcome.`,
+        providerExecuted: true,
+        dynamic: true,
+      });
+    }
+    openTools.clear();
+    push(metadata());
+    for (const chunk of last) push(chunk);
+    closed = true;
+    events?.close();
+    controller.close();
+    onEnd();
+  };
+  const fail = (errorText: string): void => finish([{ type: "error", errorText }]);
+
+  async function onEvent(event: RunEvent): Promise<void> {
+    info.last_seq = event.seq;
+    switch (event.type) {
+      case "run.started":
+        if (event.attempt > 1) {
+          // A new attempt after the worker was lost: the earlier attempt's unpublished text is gone.
+          for (const id of openTexts) push({ type: "text-end", id });
+          openTexts.clear();
+          push(metadata());
+        }
+        return;
+      case "message.delta":
+        // The honest boundary: nothing after the accepted cancel is part of the result.
+        if (cancelRequested) return;
+        if (!openTexts.has(event.message_id)) {
+          openTexts.add(event.message_id);
+          push({ type: "text-start", id: event.message_id });
+        }
+        info.last_message_id = event.message_id;
+        push({ type: "text-delta", id: event.message_id, delta: event.text });
+        return;
+      case "message.published":
+        info.state_version = Math.max(info.state_version ?? 0, event.state_version);
+        if (event.role === "assistant") info.published_message_id = event.message_id;
+        if (openTexts.delete(event.message_id)) push({ type: "text-end", id: event.message_id });
+        return;
+      case "checkpoint.saved":
+        info.state_version = Math.max(info.state_version ?? 0, event.state_version);
+        return;
+      case "tool.started": {
+        openTools.set(event.tool_call_id, event.tool);
+        const input = await toolInput(client, info.thread_id, event.tool_call_id);
+        push({ type: "tool-input-available", toolCallId: event.tool_call_id, toolName: event.tool, input, providerExecuted: true, dynamic: true });
+        return;
+      }
+      case "tool.result": {
+        if (!openTools.has(event.tool_call_id)) {
+          const input = await toolInput(client, info.thread_id, event.tool_call_id);
+          push({ type: "tool-input-available", toolCallId: event.tool_call_id, toolName: event.tool, input, providerExecuted: true, dynamic: true });
+        }
+        openTools.delete(event.tool_call_id);
+        const content = await messageContent(client, info.thread_id, event.message_id);
+        if (event.is_error) {
+          push({ type: "tool-output-error", toolCallId: event.tool_call_id, errorText: content ?? "The tool failed.", providerExecuted: true, dynamic: true });
+        } else {
+          push({ type: "tool-output-available", toolCallId: event.tool_call_id, output: parseJson(content), providerExecuted: true, dynamic: true });
+        }
+        return;
+      }
+      case "run.interrupted":
+        info.status = "interrupted";
+        info.interrupted = { op_id: event.op_id, tool: event.tool, idempotency_key: event.idempotency_key, preview: event.preview };
+        push(metadata());
+        return;
+      case "run.resumed":
+        info.status = "running";
+        info.interrupted = null;
+        push(metadata());
+        return;
+      case "run.cancel_requested":
+        cancelRequested = true;
+        info.status = "cancel_requested";
+        info.cancel_reason = event.reason;
+        info.state_version = Math.max(info.state_version ?? 0, event.accepted_state_version);
+        info.resume_checkpoint_id = event.resume_checkpoint_id;
+        push(metadata());
+        return;
+      case "run.cancelling":
+        info.status = "cancelling";
+        push(metadata());
+        return;
+      case "run.cancelled":
+        info.status = "cancelled";
+        info.cancel_reason = event.reason;
+        info.resume_checkpoint_id = event.resume_checkpoint_id ?? info.resume_checkpoint_id;
+        info.discarded_stream_chars = event.discarded_stream_chars;
+        info.interrupted = null;
+        finish([{ type: "abort", reason: event.reason }]);
+        return;
+      case "run.completed":
+        info.status = "completed";
+        info.state_version = Math.max(info.state_version ?? 0, event.state_version);
+        info.published_message_id = event.published_message_id ?? info.published_message_id;
+        finish([{ type: "finish", finishReason: "stop" }]);
+        return;
+      case "run.failed":
+        info.status = "failed";
+        info.failure_reason = event.reason;
+        fail(`The run failed (${event.reason}): ${event.message}`);
+        return;
+      case "tool.prepared":
+      case "tool.committed":
+      case "stats.updated":
+        return;
+    }
+  }
+
+  function onNotice(notice: StreamNotice): Promise<void> | void {
+    if (closed) return;
+    switch (notice.kind) {
+      case "event":
+        return onEvent(notice.event);
+      case "reload":
+        return fail(
+          notice.reason === "expired"
+            ? "The run's stream buffer has expired: reload the thread's history, which is the truth."
+            : "Events of the run were missed: reload the thread's history, which is the truth.",
+        );
+      case "connection":
+        if (notice.state === "failed") {
+          const failure = notice.failure;
+          return fail(`Lost the run's event stream${failure ? ` (${failure.reason}): ${failure.message}` : "."}`);
+        }
+        if (notice.state === "reconnecting" && !reconnecting) {
+          reconnecting = true;
+          push(metadata());
+        } else if (notice.state === "connected" && reconnecting) {
+          reconnecting = false;
+          push(metadata());
+        }
+        return;
+    }
+  }
+
+  return new ReadableStream<UIMessageChunk>({
+    start(streamController) {
+      controller = streamController;
+      push({ type: "start", messageId: info.run_id });
+      push(metadata());
+      events = openRunEventStream(
+        client,
+        info.run_id,
+        (notice) => {
+          // Serial, so that a tool's history lookup never reorders the chunks after it.
+          queue = queue
+            .then(() => onNotice(notice))
+            .catch((error: unknown) => fail(`The run's events could not be shown: ${error instanceof Error ? error.message : String(error)}`));
+        },
+        { ...streamOptions, afterSeq: 0 },
+      );
+      void events.done.then(() => queue).then(() => {
+        if (!closed) fail("The run's event stream ended before the run did.");
+      });
+    },
+    cancel() {
+      // The chat went away (a Stop or an unmount): stop listening. Only a Stop cancels the run.
+      if (closed) return;
+      closed = true;
+      events?.close();
+      onEnd();
+    },
+  });
+}
+
+/** A tool call's input, from the assistant message that asked for it (recent history). */
+async function toolInput(client: TidemarkClient, threadId: string, toolCallId: string): Promise<unknown> {
+  try {
+    const history = await client.getHistory(threadId, { limit: 50 });
+    for (const message of [...history.messages].reverse()) {
+      const call = message.tool_calls?.find((candidate) => candidate.tool_call_id === toolCallId);
+      if (call) return parseJson(call.input);
+    }
+  } catch {
+    // The input is a convenience for the UI; the stream goes on without it.
+  }
+  return undefined;
+}
+
+/** A published message's content (recent history), or undefined. */
+async function messageContent(client: TidemarkClient, threadId: string, messageId: string): Promise<string | undefined> {
+  try {
+    const history = await client.getHistory(threadId, { limit: 50 });
+    return history.messages.find((message) => message.message_id === messageId)?.content;
+  } catch {
+    return undefined;
+  }
+}
+
+function parseJson(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * `tidemark/client`: a browser-safe client for Tidemark. Three layers, use the one you need:
+ * the typed API client, a resilient run event stream, and a chat session that keeps published
+ * history apart from the streaming draft and offers only the actions the server can carry out.
+ *
+ * @example
+ * import { createChatSession, createTidemarkClient } from "tidemark/client";
+ * const session = createChatSession({ client: createTidemarkClient({ baseUrl: "http://127.0.0.1:8787" }) });
+ * session.subscribe((snapshot) => console.log(snapshot.history, snapshot.draft?.text));
+ * await session.send("Hello");
+ */
+export { createTidemarkClient, type TidemarkClient, type TidemarkClientOptions } from "./api-client.js";
+export { TidemarkApiError } from "./tidemark-api-error.js";
+export type {
+  CancelView,
+  CheckpointView,
+  DeletedMessageView,
+  ErrorBody,
+  HistoryMarker,
+  HistoryView,
+  MessageView,
+  OperationView,
+  RunView,
+  StartRunBody,
+  StatsView,
+  ThreadView,
+} from "./wire-types.js";
+export { openRunEventStream, type RunEventStream, type RunEventStreamOptions, type StreamNotice } from "./event-stream.js";
+export {
+  canConnectionTransition,
+  connectionFlags,
+  CONNECTION_STATES,
+  type ConnectionFailure,
+  type ConnectionFlags,
+  type ConnectionState,
+  type ConnectionStatus,
+} from "./connection-state.js";
+export {
+  canRunTransition,
+  IDLE_RUN,
+  isTerminalRunPhase,
+  reduceRun,
+  runFlags,
+  type PendingApproval,
+  type RunAction,
+  type RunFlags,
+  type RunPhase,
+  type RunState,
+} from "./run-state.js";
+export { createChatSession, type ChatSession, type ChatSessionOptions } from "./chat-session.js";
+export type { AttemptedAction, ChatActions, ChatConflict, ChatDraft, ChatSnapshot, ResumePoint } from "./session-state.js";
+export { createRunId } from "./create-run-id.js";
+export {
+  createTidemarkTransport,
+  type TidemarkChatTransport,
+  type TidemarkRunInfo,
+  type TidemarkStopOutcome,
+  type TidemarkTransportOptions,
+  type TidemarkTransportSettings,
+} from "./ai-sdk-transport.js";
+export type { RunEvent, RunEventType } from "../core/run-event.js";

@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import type { RunEvent } from "../core/run-event.js";
+import { IDLE_RUN } from "./run-state.js";
+import { applyHistory, applyRunEvent, availableActions, initialSessionState, toSnapshot, type SessionState } from "./session-state.js";
+import type { HistoryView, MessageView } from "./wire-types.js";
+
+const RUN_ID = "run_01jd8x0f1ae2rbv7c9ks0d8m5q";
+const NOW = new Date("2026-01-01T00:00:00Z");
+let seq = 0;
+const event = (type: string, fields: Record<string, unknown> = {}): RunEvent => ({ type, run_id: RUN_ID, seq: ++seq, ...fields }) as RunEvent;
+const delta = (text: string, messageId = "msg_a") => event("message.delta", { message_id: messageId, text });
+
+function running(): SessionState {
+  seq = 0;
+  return { ...initialSessionState("thr_1"), stateVersion: 2, headCheckpointId: "cp_2", run: { ...IDLE_RUN, status: "running", runId: RUN_ID } };
+}
+
+function apply(state: SessionState, ...events: RunEvent[]): SessionState {
+  return events.reduce((current, next) => applyRunEvent(current, next, NOW).state, state);
+}
+
+const message = (id: string, version: number, fields: Partial<MessageView> = {}): MessageView =>
+  ({ message_id: id, role: "assistant", content: id, state_version: version, publication_status: "published", position: version, ...fields }) as MessageView;
+
+describe("the session's pure state", () => {
+  it("keeps deltas as a draft and moves the draft into history only on message.published", () => {
+    const streamed = apply(running(), delta("Hello"), delta(" world"));
+    expect(streamed.draft).toMatchObject({ text: "Hello world", lastSeq: 2, status: "streaming" });
+    expect(streamed.history).toEqual([]);
+    const published = applyRunEvent(streamed, event("message.published", { message_id: "msg_a", state_version: 3, checkpoint_id: "cp_3", role: "assistant" }), NOW);
+    expect(published.refreshHistory).toBe(false);
+    expect(published.state.draft).toBeNull();
+    expect(published.state.history).toEqual([expect.objectContaining({ message_id: "msg_a", content: "Hello world", publication_status: "published" })]);
+    expect([published.state.stateVersion, published.state.headCheckpointId]).toEqual([3, "cp_3"]);
+  });
+
+  it("never turns deltas after run.cancel_requested into the draft or history", () => {
+    const stopped = apply(
+      running(),
+      delta("Seen"),
+      event("run.cancel_requested", { reason: "user_requested", accepted_state_version: 3, resume_checkpoint_id: "cp_3" }),
+      delta(" late"),
+      event("run.cancelled", { reason: "user_requested", resume_checkpoint_id: "cp_3", discarded_stream_chars: 9, external_effects: [] }),
+    );
+    expect(stopped.draft).toMatchObject({ text: "Seen", lastSeq: 1, status: "stopped" });
+    expect(stopped.history).toEqual([]);
+    expect(stopped.resumePoint).toEqual({ checkpointId: "cp_3", stateVersion: 3 });
+    expect(availableActions(stopped)).toMatchObject({ canContinue: true, canSaveWhatISaw: true, canDeleteDraft: true, canStop: false, canBranch: true });
+  });
+
+  it("does not publish a stopped draft's text even if its message is published (the Stop came too late)", () => {
+    const state = apply(running(), delta("Par"));
+    const stopped = { ...state, draft: { ...state.draft!, status: "stopped" as const } };
+    const result = applyRunEvent(stopped, event("message.published", { message_id: "msg_a", state_version: 3, checkpoint_id: "cp_3", role: "assistant" }), NOW);
+    expect(result.state.history).toEqual([]);
+    expect(result.state.draft).toBeNull();
+    expect(result.refreshHistory).toBe(true); // the published text comes from history, the truth
+  });
+
+  it("ignores events of another run", () => {
+    const state = running();
+    expect(applyRunEvent(state, { ...delta("x"), run_id: "run_other" }, NOW).state).toBe(state);
+  });
+
+  it("takes a history reply as the truth but keeps newer local entries, and never goes back a version", () => {
+    const state: SessionState = { ...running(), stateVersion: 4, history: [message("msg_old", 3), message("msg_new", 4)] };
+    const reply: HistoryView = {
+      thread_id: "thr_1",
+      state_version: 3,
+      head_checkpoint_id: "cp_3",
+      messages: [message("msg_user", 2, { role: "user" }), message("msg_old", 3)],
+      has_earlier: false,
+      operations: [],
+      markers: [],
+    };
+    const next = applyHistory(state, reply);
+    expect(next.history.map((entry) => entry.message_id)).toEqual(["msg_user", "msg_old", "msg_new"]);
+    expect(next.stateVersion).toBe(4);
+    expect(applyHistory(state, { ...reply, thread_id: "thr_other" })).toBe(state);
+  });
+
+  it("offers only what the server can do: nothing but resolving while a conflict stands", () => {
+    const state: SessionState = {
+      ...initialSessionState("thr_1"),
+      resumePoint: { checkpointId: "cp_3", stateVersion: 3 },
+      conflict: { message: "moved", currentStateVersion: 4, currentCheckpointId: "cp_4", allowedActions: ["reload", "fork_from_cp_3"], forkCheckpointId: "cp_3", attempted: { kind: "continue" } },
+    };
+    expect(availableActions(state)).toEqual({
+      canSend: false,
+      canStop: false,
+      canContinue: false,
+      canChangeAndContinue: false,
+      canBranch: true,
+      canDeleteDraft: false,
+      canSaveWhatISaw: false,
+      canApprove: false,
+      canResolveConflict: true,
+    });
+  });
+
+  it("survives a JSON round trip, flags included", () => {
+    const state = apply(running(), delta("Hi"), event("run.cancel_requested", { reason: "r", accepted_state_version: 3, resume_checkpoint_id: "cp_3" }));
+    const restored = JSON.parse(JSON.stringify(state)) as SessionState;
+    expect(restored).toEqual(state);
+    expect(toSnapshot(restored)).toEqual(toSnapshot(state));
+  });
+});

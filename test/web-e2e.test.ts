@@ -1,0 +1,155 @@
+/**
+ * The web app in a real browser (Debian's chromium through playwright-core) against a real
+ * server: create a thread, send, watch the draft stream, Stop, see the honest actions, and find
+ * no partial text in the history after a reload. Skipped only when /usr/bin/chromium is missing.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_WEB_ROOT } from "../src/server/index.js";
+import { startHarness, type Harness } from "./support/harness.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const hasChromium = existsSync(CHROMIUM);
+const SCREENSHOTS = fileURLToPath(new URL("../docs/screenshots/", import.meta.url));
+
+/** docs/screenshots/<name> when it is missing or TIDEMARK_UPDATE_SCREENSHOTS=1 (so a test run does not churn git), else a temp file. */
+function screenshotPath(name: string, scratch: string): string {
+  const documented = join(SCREENSHOTS, name);
+  if (process.env.TIDEMARK_UPDATE_SCREENSHOTS === "1" || !existsSync(documented)) {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    return documented;
+  }
+  return join(scratch, name);
+}
+
+if (!hasChromium) console.warn(`web-e2e: skipped, ${CHROMIUM} is missing (apt-get install chromium to run it).`);
+
+describe.skipIf(!hasChromium)("the web app in chromium: send, watch the draft, Stop, reload", () => {
+  let h: Harness;
+  let context: BrowserContext;
+  let page: Page;
+  let userDataDir: string;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    if (!existsSync(join(DEFAULT_WEB_ROOT, "index.html"))) {
+      throw new Error(`${DEFAULT_WEB_ROOT} has no index.html: run \`npm run build:web\` first (npm test does).`);
+    }
+    // Slow enough to press Stop mid-answer, long enough never to finish first.
+    h = await startHarness({ webRoot: DEFAULT_WEB_ROOT, demo: { wordsPerSecond: 25, wordCount: 2000 } });
+    userDataDir = mkdtempSync(join(tmpdir(), "tidemark-chromium-"));
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+      viewport: { width: 1200, height: 800 },
+      colorScheme: "light",
+      reducedMotion: "reduce",
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    // A script error or a blocked resource (the Content-Security-Policy) must fail the test.
+    page.on("pageerror", (error) => pageErrors.push(`pageerror: ${error.message}`));
+    page.on("console", (message) => {
+      if (message.type() === "error") pageErrors.push(`console: ${message.text()}`);
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+    if (h) {
+      await h.expectNoViolations();
+      await h.close();
+    }
+  });
+
+  it("streams a draft apart from history, stops it honestly, and the history holds no partial text after a reload", async () => {
+    await page.goto(`${h.url}/`);
+    await page.getByRole("button", { name: "New thread" }).click();
+    const composer = page.getByRole("textbox", { name: "Message" });
+    await expect.poll(() => composer.evaluate((element) => element === document.activeElement)).toBe(true);
+    await composer.fill("Explain honest cancellation");
+    await composer.press("Enter");
+
+    // The first message creates the thread; its address becomes the page's.
+    await page.waitForURL(/\/threads\/thr_[0-9a-z]+$/);
+    const threadId = new URL(page.url()).pathname.split("/").at(-1)!;
+    await expect.poll(() => page.locator(".message.user").textContent()).toContain("Explain honest cancellation");
+
+    // The draft streams, visibly marked as not saved yet.
+    const draft = page.locator('[data-draft-status="streaming"]');
+    await draft.waitFor();
+    await expect.poll(() => draft.textContent(), { timeout: 10_000 }).toMatch(/Draft · not saved yet[\s\S]{80,}/);
+    expect(await draft.getByText("Draft · not saved yet").isVisible()).toBe(true);
+    await page.screenshot({ path: screenshotPath("web-draft.png", userDataDir) });
+
+    // The sidebar lists the new thread.
+    await expect.poll(() => page.getByRole("navigation", { name: "Your threads" }).getByRole("button").count()).toBeGreaterThanOrEqual(1);
+
+    await page.getByRole("button", { name: "Stop" }).click();
+
+    // The four honest actions, plus "Save what I saw".
+    const actions = page.getByRole("group", { name: "What to do after the Stop" });
+    await actions.waitFor();
+    for (const name of ["Continue from the saved point", "Change the request and continue", "Start a new branch", "Delete the draft", "Save what I saw"]) {
+      expect(await actions.getByRole("button", { name }).isEnabled(), name).toBe(true);
+    }
+    // Focus moves to the outcome, so a keyboard user hears it and tabs straight to the actions.
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Stopped");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Continue from the saved point");
+
+    // The stopped draft stays visible, marked as not saved; it no longer grows.
+    const stopped = page.locator('[data-draft-status="stopped"]');
+    await stopped.waitFor();
+    expect(await stopped.textContent()).toContain("not saved, not part of the history");
+    const partial = (await stopped.locator(".message-text").textContent())!.trim();
+    expect(partial.length).toBeGreaterThan(40);
+    // A check for absence: at 25 words a second, ~7 more words would have arrived by now.
+    await page.waitForTimeout(300);
+    expect((await stopped.locator(".message-text").textContent())!.trim()).toBe(partial);
+
+    await page.screenshot({ path: screenshotPath("web-stop.png", userDataDir) });
+
+    // The server agrees: the run is cancelled, its history is the user's message alone.
+    const history = await h.api(`/v1/threads/${threadId}/history`);
+    expect(history.body.messages.map((message: any) => message.role)).toEqual(["user"]);
+    expect(history.body.markers.map((marker: any) => marker.type)).toEqual(["interrupted_response"]);
+    const tail = partial.slice(-40);
+    expect(JSON.stringify(history.body)).not.toContain(tail);
+
+    // After a reload the page shows what the server kept: the message and the interruption, no draft.
+    await page.reload();
+    await page.getByText("Previous response was interrupted").waitFor();
+    expect(await page.locator(".message.user").count()).toBe(1);
+    expect(await page.locator("[data-draft-status]").count()).toBe(0);
+    expect(await page.locator(".conversation-body").textContent()).not.toContain(tail);
+    // The saved point is still the head, so Continue is still offered.
+    expect(await page.getByRole("button", { name: "Continue from the saved point" }).isEnabled()).toBe(true);
+
+    // Every control has a name a screen reader can say.
+    const unnamed = await page.evaluate(() =>
+      [...document.querySelectorAll("button, textarea, input, a[href]")]
+        .filter((element) => {
+          const labelled = element.getAttribute("aria-label") || (element.id && document.querySelector(`label[for="${element.id}"]`));
+          return !labelled && !(element.textContent ?? "").trim();
+        })
+        .map((element) => element.outerHTML.slice(0, 120)),
+    );
+    expect(unnamed).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+});
