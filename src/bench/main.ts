@@ -11,6 +11,7 @@ import type { Benchmark, BenchmarkResult } from "./benchmark.js";
 import { cancelLatency } from "./cancel-latency.js";
 import { checkpointCost } from "./checkpoint-cost.js";
 import { clusterCancel } from "./cluster-cancel.js";
+import { clientStream } from "./client-stream.js";
 import { clusterThroughput } from "./cluster-throughput.js";
 import { forkCost } from "./fork-cost.js";
 import { formatTable } from "./format-table.js";
@@ -22,8 +23,9 @@ import { providerStop } from "./provider-stop.js";
 import { rss1000 } from "./rss-1000.js";
 import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
+import { threadRender } from "./thread-render.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));

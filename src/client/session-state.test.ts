@@ -57,6 +57,24 @@ describe("the session's pure state", () => {
     expect(result.refreshHistory).toBe(true); // the published text comes from history, the truth
   });
 
+  it("never starts a second copy of a message a late history read already holds", () => {
+    const streamed = apply(running(), delta("Hello"));
+    // The history read begun at send() returns after the server published the whole answer.
+    const reply: HistoryView = {
+      thread_id: "thr_1",
+      state_version: 3,
+      head_checkpoint_id: "cp_3",
+      messages: [message("msg_a", 3, { content: "Hello world" })],
+      has_earlier: false,
+      operations: [],
+      markers: [],
+    };
+    const withHistory = applyHistory(streamed, reply);
+    const late = apply(withHistory, delta(" world"), event("message.published", { message_id: "msg_a", state_version: 3, checkpoint_id: "cp_3", role: "assistant" }));
+    expect(late.draft).toBeNull();
+    expect(late.history.filter((entry) => entry.message_id === "msg_a")).toEqual([expect.objectContaining({ content: "Hello world" })]);
+  });
+
   it("ignores events of another run", () => {
     const state = running();
     expect(applyRunEvent(state, { ...delta("x"), run_id: "run_other" }, NOW).state).toBe(state);

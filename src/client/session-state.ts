@@ -126,6 +126,9 @@ export function applyRunEvent(state: SessionState, event: RunEvent, now: Date): 
       // Nothing that arrives after a Stop is shown as the answer: it can never be published.
       const isStopped = draft?.status === "stopped" || draft?.status === "saved" || !runFlags(next.run).isRunning;
       if (isStopped) return { state: next, refreshHistory: false };
+      // A history read that came back after the publication already holds this message: a late
+      // delta must not start a second, partial copy of it.
+      if (next.history.some((message) => message.message_id === event.message_id)) return { state: next, refreshHistory: false };
       const text = draft?.messageId === event.message_id ? draft.text + event.text : event.text;
       next.draft = { messageId: event.message_id, runId: event.run_id, text, lastSeq: event.seq, status: "streaming", fragmentMessageId: null };
       return { state: next, refreshHistory: false };
@@ -134,6 +137,7 @@ export function applyRunEvent(state: SessionState, event: RunEvent, now: Date): 
       next = advanceThread(next, event.state_version, event.checkpoint_id);
       const isOurs = draft?.messageId === event.message_id;
       if (isOurs) next.draft = null;
+      if (next.history.some((message) => message.message_id === event.message_id)) return { state: next, refreshHistory: false };
       if (!isOurs || draft.status !== "streaming") return { state: next, refreshHistory: true };
       const position = (next.history.at(-1)?.position ?? -1) + 1;
       next.history = [...next.history, publishedFromDraft(draft, event, position, now)];
