@@ -3,73 +3,34 @@
  * server: create a thread, send, watch the draft stream, Stop, see the honest actions, and find
  * no partial text in the history after a reload. Skipped only when /usr/bin/chromium is missing.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_WEB_ROOT } from "../src/server/index.js";
+import { CHROMIUM, collectPageErrors, hasChromium, launchBrowser, requireBuiltWebApp, screenshotPath, type TestBrowser } from "./support/browser.js";
 import { startHarness, type Harness } from "./support/harness.js";
-
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
-const SCREENSHOTS = fileURLToPath(new URL("../docs/screenshots/", import.meta.url));
-
-/** docs/screenshots/<name> when it is missing or TIDEMARK_UPDATE_SCREENSHOTS=1 (so a test run does not churn git), else a temp file. */
-function screenshotPath(name: string, scratch: string): string {
-  const documented = join(SCREENSHOTS, name);
-  if (process.env.TIDEMARK_UPDATE_SCREENSHOTS === "1" || !existsSync(documented)) {
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    return documented;
-  }
-  return join(scratch, name);
-}
 
 if (!hasChromium) console.warn(`web-e2e: skipped, ${CHROMIUM} is missing (apt-get install chromium to run it).`);
 
 describe.skipIf(!hasChromium)("the web app in chromium: send, watch the draft, Stop, reload", () => {
   let h: Harness;
-  let context: BrowserContext;
+  let browser: TestBrowser;
   let page: Page;
   let userDataDir: string;
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(join(DEFAULT_WEB_ROOT, "index.html"))) {
-      throw new Error(`${DEFAULT_WEB_ROOT} has no index.html: run \`npm run build:web\` first (npm test does).`);
-    }
+    requireBuiltWebApp();
     // Slow enough to press Stop mid-answer, long enough never to finish first.
     h = await startHarness({ webRoot: DEFAULT_WEB_ROOT, demo: { wordsPerSecond: 25, wordCount: 2000 } });
-    userDataDir = mkdtempSync(join(tmpdir(), "tidemark-chromium-"));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      viewport: { width: 1200, height: 800 },
-      colorScheme: "light",
-      reducedMotion: "reduce",
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await launchBrowser();
+    userDataDir = browser.scratch;
+    page = browser.context.pages()[0] ?? (await browser.context.newPage());
     // A script error or a blocked resource (the Content-Security-Policy) must fail the test.
-    page.on("pageerror", (error) => pageErrors.push(`pageerror: ${error.message}`));
-    page.on("console", (message) => {
-      if (message.type() === "error") pageErrors.push(`console: ${message.text()}`);
-    });
+    collectPageErrors(page, pageErrors);
   }, 60_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+    await browser?.close();
     if (h) {
       await h.expectNoViolations();
       await h.close();

@@ -1,7 +1,8 @@
 /**
  * A tiny TCP proxy in front of a test server, to make network faults real: `freeze()` stops
  * forwarding on the open connections while keeping them open (a half-open connection, as a
- * dead NAT or a sleeping laptop leaves it), and `close()` drops every connection and refuses new ones.
+ * dead NAT or a sleeping laptop leaves it), `dropConnections()` resets the open connections while
+ * still accepting new ones (a flaky network), and `close()` drops every connection and refuses new ones.
  */
 import { createServer, connect, type AddressInfo, type Socket } from "node:net";
 
@@ -13,6 +14,8 @@ export interface TcpProxy {
   freeze(): void;
   /** Resolves once a client closes a connection that was frozen. */
   frozenClientClosed: Promise<void>;
+  /** Drops the connections open now (the peers see them end); new connections work normally. Returns how many were dropped. */
+  dropConnections(): number;
   /** Drops every connection and stops listening (new connections are refused). */
   close(): Promise<void>;
 }
@@ -62,6 +65,15 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
       pairs.clear();
     },
     frozenClientClosed,
+    dropConnections() {
+      const open = [...pairs];
+      pairs.clear();
+      for (const { client, upstream } of open) {
+        client.destroy();
+        upstream.destroy();
+      }
+      return open.length;
+    },
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const { client, upstream } of pairs) {

@@ -1,0 +1,80 @@
+/**
+ * The shared setup of the browser tests: Debian's chromium through playwright-core, with the flags
+ * it needs to run headless in a container, a page-error collector, and where screenshots go.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { DEFAULT_WEB_ROOT } from "../../src/server/index.js";
+
+export const CHROMIUM = "/usr/bin/chromium";
+export const hasChromium = existsSync(CHROMIUM);
+const SCREENSHOTS = fileURLToPath(new URL("../../docs/screenshots/", import.meta.url));
+
+/** docs/screenshots/<name> when it is missing or TIDEMARK_UPDATE_SCREENSHOTS=1 (so a test run does not churn git), else a temp file. */
+export function screenshotPath(name: string, scratch: string): string {
+  const documented = join(SCREENSHOTS, name);
+  if (process.env.TIDEMARK_UPDATE_SCREENSHOTS === "1" || !existsSync(documented)) {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    return documented;
+  }
+  return join(scratch, name);
+}
+
+/** Throws when the web app was not built (the server would serve nothing at `/`). */
+export function requireBuiltWebApp(): void {
+  if (!existsSync(join(DEFAULT_WEB_ROOT, "index.html"))) {
+    throw new Error(`${DEFAULT_WEB_ROOT} has no index.html: run \`npm run build:web\` first (npm test does).`);
+  }
+}
+
+export interface TestBrowser {
+  context: BrowserContext;
+  /** A scratch directory that lives as long as the browser (its profile, and screenshots not kept). */
+  scratch: string;
+  close(): Promise<void>;
+}
+
+/** Launches headless chromium with a fresh profile. */
+export async function launchBrowser(): Promise<TestBrowser> {
+  const scratch = mkdtempSync(join(tmpdir(), "tidemark-chromium-"));
+  const context = await chromium.launchPersistentContext(scratch, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    viewport: { width: 1200, height: 800 },
+    colorScheme: "light",
+    reducedMotion: "reduce",
+  });
+  return {
+    context,
+    scratch,
+    async close() {
+      await context.close();
+      rmSync(scratch, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Collects the page's script errors, and (unless `consoleErrors` is false) its console errors,
+ * which include a resource the Content-Security-Policy blocked. A test asserts the list is empty.
+ */
+export function collectPageErrors(page: Page, errors: string[], { consoleErrors = true } = {}): void {
+  page.on("pageerror", (error) => errors.push(`pageerror: ${error.message}`));
+  if (!consoleErrors) return;
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(`console: ${message.text()}`);
+  });
+}
