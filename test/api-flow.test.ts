@@ -75,6 +75,11 @@ describe("a run over HTTP and SSE", () => {
     const thread = await h.api(`/v1/threads/${threadId}`);
     expect(thread.body.title).toBe("Write a short answer");
     expect(thread.body.stats).toMatchObject({ message_count: 2, llm_call_count: 1 });
+    // stats.updated carries the counts in the same snake_case shape as the thread and run views.
+    const updated = events.filter((event) => event.type === "stats.updated").at(-1);
+    if (updated?.type !== "stats.updated") throw new Error("no stats.updated event");
+    expect(updated.thread_stats).toEqual(thread.body.stats);
+    expect(updated.run_stats).toEqual((await h.api(`/v1/runs/${short.runId}`)).body.stats);
     const cancel = await h.api(`/v1/runs/${short.runId}/cancel`, { method: "POST" });
     expect(cancel.status).toBe(200);
     expect(cancel.body).toMatchObject({ status: "completed", already_terminal: true, published_message_id: answer.message_id });

@@ -6,3 +6,4 @@ export * from "./tidemark-error.js";
 export * from "./ids.js";
 export * from "./clock.js";
 export * from "./hash.js";
+export * from "./stats-view.js";

@@ -1,5 +1,5 @@
 import type { FailureReason, RunStatus } from "./run-status.js";
-import type { UsageStats } from "./records.js";
+import type { StatsView } from "./stats-view.js";
 
 /** Fields every event carries: the run's gapless `seq` is also the SSE `id`. */
 interface EventBase {
@@ -38,7 +38,7 @@ export type RunEvent = EventBase &
       }
     | { type: "run.completed"; state_version: number; published_message_id: string | null }
     | { type: "run.failed"; reason: FailureReason; message: string }
-    | { type: "stats.updated"; thread_stats: UsageStats; run_stats: UsageStats }
+    | { type: "stats.updated"; thread_stats: StatsView; run_stats: StatsView }
   );
 
 /** The type names of run events. */

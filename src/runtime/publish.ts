@@ -1,4 +1,4 @@
-import { createId } from "../core/index.js";
+import { createId, statsView } from "../core/index.js";
 import type { PublishMessageInput, PublishMessageResult } from "../store/index.js";
 import type { RunExecution } from "./run-execution.js";
 
@@ -47,6 +47,6 @@ export async function publish(execution: RunExecution, request: PublishRequest):
     state_version: published.checkpoint.stateVersion,
     kind: published.checkpoint.kind,
   });
-  execution.emit({ type: "stats.updated", run_id: run.runId, thread_stats: published.thread.stats, run_stats: published.run.stats });
+  execution.emit({ type: "stats.updated", run_id: run.runId, thread_stats: statsView(published.thread.stats), run_stats: statsView(published.run.stats) });
   return published;
 }

@@ -1,21 +1,9 @@
 /** Records → the fixed snake_case wire shapes of DESIGN §8. */
-import type { CheckpointRecord, MessageRecord, OperationRecord, RunRecord, ThreadRecord, UsageStats } from "../core/index.js";
+import { statsView, type CheckpointRecord, type MessageRecord, type OperationRecord, type RunRecord, type ThreadRecord } from "../core/index.js";
+
+export { statsView };
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
-
-export function statsView(stats: UsageStats) {
-  return {
-    message_count: stats.messageCount,
-    llm_call_count: stats.llmCallCount,
-    tool_call_count: stats.toolCallCount,
-    input_tokens: stats.inputTokens,
-    output_tokens: stats.outputTokens,
-    tokens_estimated: stats.tokensEstimated,
-    discarded_generation_count: stats.discardedGenerationCount,
-    discarded_stream_chars: stats.discardedStreamChars,
-    discarded_output_tokens: stats.discardedOutputTokens,
-  };
-}
 
 export function threadView(thread: ThreadRecord) {
   return {
