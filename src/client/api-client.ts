@@ -17,6 +17,7 @@ import type {
   OperationView,
   RunView,
   StartRunBody,
+  ThreadPage,
   ThreadView,
 } from "./wire-types.js";
 
@@ -47,6 +48,8 @@ export interface TidemarkClient {
   fetch: typeof globalThis.fetch;
   createThread(metadata?: Record<string, unknown>, options?: RequestOptions): Promise<ThreadView>;
   getThread(threadId: string, options?: RequestOptions): Promise<ThreadView>;
+  /** One page of the tenant's threads, most recently updated first; pass `next_cursor` back as `before`. */
+  listThreads(options?: { limit?: number; before?: string | null } & RequestOptions): Promise<ThreadPage>;
   /** TERMINATE: cancels every run of the thread and deletes it (a Stop is {@link cancelRun}). */
   deleteThread(threadId: string, options?: RequestOptions): Promise<{ thread_id: string; status: "deleted"; cancelled_run_ids: string[] }>;
   getHistory(threadId: string, options?: { limit?: number } & RequestOptions): Promise<HistoryView>;
@@ -107,6 +110,12 @@ export function createTidemarkClient(options: TidemarkClientOptions): TidemarkCl
     createThread: (metadata, options = {}) =>
       request("POST", "/v1/threads", { json: metadata === undefined ? {} : { metadata }, signal: options.signal }),
     getThread: (threadId, options = {}) => request("GET", thread(threadId), options),
+    listThreads: ({ limit, before, signal } = {}) => {
+      const query = new URLSearchParams();
+      if (limit !== undefined) query.set("limit", String(limit));
+      if (before) query.set("before", before);
+      return request("GET", `/v1/threads${query.size > 0 ? `?${query.toString()}` : ""}`, { signal });
+    },
     deleteThread: (threadId, options = {}) => request("DELETE", thread(threadId), options),
     getHistory: (threadId, { limit, signal } = {}) => request("GET", thread(threadId, `/history${limit === undefined ? "" : `?limit=${limit}`}`), { signal }),
     listCheckpoints: (threadId, options = {}) => request("GET", thread(threadId, "/checkpoints"), options),

@@ -23,6 +23,7 @@ export type {
   RunView,
   StartRunBody,
   StatsView,
+  ThreadPage,
   ThreadView,
 } from "./wire-types.js";
 export { openRunEventStream, type RunEventStream, type RunEventStreamOptions, type StreamNotice } from "./event-stream.js";

@@ -4,21 +4,18 @@
  */
 import type { CheckpointKind, ResumePolicy } from "../core/records.js";
 import type { FailureReason, RunStatus } from "../core/run-status.js";
+import type { StatsView } from "../core/stats-view.js";
 
-/** A thread's or run's counts (DESIGN §10). */
-export interface StatsView {
-  message_count: number;
-  llm_call_count: number;
-  tool_call_count: number;
-  input_tokens: number;
-  output_tokens: number;
-  tokens_estimated: boolean;
-  discarded_generation_count: number;
-  discarded_stream_chars: number;
-  discarded_output_tokens: number;
-}
+/** A thread's or run's counts (DESIGN §10): core's wire shape, shared with `stats.updated`. */
+export type { StatsView };
 
 /** `GET /v1/threads/{id}`, `POST /v1/threads` and a fork's reply (which adds `history_url`). */
+/** `GET /v1/threads`: one page, most recently updated first. */
+export interface ThreadPage {
+  threads: ThreadView[];
+  next_cursor: string | null;
+}
+
 export interface ThreadView {
   thread_id: string;
   state_version: number;

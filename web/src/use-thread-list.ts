@@ -1,7 +1,6 @@
 /** The sidebar's threads: the first page, older pages on request, refreshed when asked. */
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { TidemarkClient, ThreadView } from "../../src/client/index.js";
-import { listThreads } from "./list-threads.js";
 
 const PAGE_SIZE = 30;
 
@@ -30,7 +29,7 @@ export function useThreadList(client: TidemarkClient): ThreadListState {
     (before: string | null) => {
       const request = ++latest.current;
       setIsLoading(true);
-      listThreads(client, { limit: PAGE_SIZE, before }).then(
+      client.listThreads({ limit: PAGE_SIZE, before }).then(
         (page) => {
           if (request !== latest.current) return;
           if (before === null) {

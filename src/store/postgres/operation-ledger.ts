@@ -15,12 +15,6 @@ import type { PgContext } from "./pg-context.js";
 /** JSON text for a column, or NULL for a value that is absent. */
 const jsonColumn = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
 
-/** A unique violation of the operation's key or id: a concurrent preparation of the same key won. */
-const isOperationCollision = (error: unknown): boolean => {
-  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
-  return code === "23505" && (constraint === "operations_by_idempotency_key" || constraint === "operations_pkey");
-};
-
 /** One operation by id. */
 export async function getOperation(context: PgContext, tenantId: string, opId: string): Promise<OperationRecord | undefined> {
   const row = await context.sql("SELECT * FROM operations WHERE tenant_id = ? AND op_id = ?").get(tenantId, opId);
@@ -53,19 +47,9 @@ async function setPhase(
 
 /** Records an operation as prepared with its checkpoint, before the tool acts (DESIGN §6). */
 export async function prepareOperation(context: PgContext, input: PrepareOperationInput): Promise<PrepareOperationResult> {
-  try {
-    return await tryPrepareOperation(context, input);
-  } catch (error) {
-    // Two writers saw the key free and the other committed first: run again, to find its row.
-    if (!isOperationCollision(error) || context.isInTransaction) throw error;
-    return tryPrepareOperation(context, input);
-  }
-}
-
-async function tryPrepareOperation(context: PgContext, input: PrepareOperationInput): Promise<PrepareOperationResult> {
   // The run and thread rows are locked first, so the key is read after any writer of this thread
   // committed; of two threads that both see the key free, the second insert is a unique
-  // violation and prepareOperation runs it again.
+  // violation and the transaction runs again, to find its row.
   return context.transaction(async (tx): Promise<PrepareOperationResult> => {
     const run = await tx.run(input.tenantId, input.runId);
     const thread = await tx.thread(input.tenantId, input.threadId);
@@ -126,7 +110,7 @@ async function tryPrepareOperation(context: PgContext, input: PrepareOperationIn
     }
     const operation = (await getOperation(tx, input.tenantId, existing?.opId ?? input.opId))!;
     return { kind: "prepared", operation, checkpoint: advanced.checkpoint, thread: advanced.thread };
-  });
+  }, { rerunOnConflictWith: ["operations_by_idempotency_key", "operations_pkey"] });
 }
 
 /** Hands a prepared operation over to commit, unless the run stopped running. */

@@ -40,6 +40,11 @@ export interface PgStatement {
 export interface TransactionOptions {
   /** A consistent snapshot for reads only: locks nothing, never retries. */
   readOnly?: boolean;
+  /**
+   * Unique constraints whose violation means a concurrent writer of the same row committed
+   * first: the transaction runs again and finds that row (as the serial SQLite adapter would).
+   */
+  rerunOnConflictWith?: readonly string[];
 }
 
 /** Serialization failure and deadlock (two writers locking rows in opposite orders): run again. */
@@ -119,7 +124,9 @@ export class PgContext {
           isBroken = true;
         });
         const code = (error as { code?: unknown }).code;
-        if (typeof code !== "string" || !RETRYABLE.has(code) || attempt >= MAX_ATTEMPTS) throw error;
+        const constraint = (error as { constraint?: unknown }).constraint;
+        const isLostInsert = code === "23505" && typeof constraint === "string" && options.rerunOnConflictWith?.includes(constraint) === true;
+        if (typeof code !== "string" || !(RETRYABLE.has(code) || isLostInsert) || attempt >= MAX_ATTEMPTS) throw error;
       } finally {
         client.release(isBroken);
       }

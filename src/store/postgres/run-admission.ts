@@ -5,24 +5,11 @@ import { toCheckpoint, toRun } from "../rows.js";
 import { findRunByIdempotencyKey } from "./run-queries.js";
 import type { PgContext } from "./pg-context.js";
 
-/** A unique violation of the run's id or idempotency key: a concurrent createRun of the same run won. */
-const isRunCollision = (error: unknown): boolean => {
-  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
-  return code === "23505" && (constraint === "runs_pkey" || constraint === "runs_by_idempotency_key");
-};
-
-/** Creates a run: existing, enqueued, resumed or started with its input accepted. */
+/**
+ * Creates a run: existing, enqueued, resumed or started with its input accepted. The same run
+ * created concurrently is a unique violation: run again, it finds the committed one.
+ */
 export async function createRun(context: PgContext, input: CreateRunInput): Promise<CreateRunResult> {
-  try {
-    return await tryCreateRun(context, input);
-  } catch (error) {
-    // The same run created concurrently: run again, it now finds the committed one (as SQLite would have).
-    if (!isRunCollision(error) || context.isInTransaction) throw error;
-    return tryCreateRun(context, input);
-  }
-}
-
-async function tryCreateRun(context: PgContext, input: CreateRunInput): Promise<CreateRunResult> {
   return context.transaction(async (tx): Promise<CreateRunResult> => {
     const earlier =
       (await tx.run(input.tenantId, input.runId)) ??
@@ -84,7 +71,7 @@ async function tryCreateRun(context: PgContext, input: CreateRunInput): Promise<
     });
     await insertRun(tx, input, thread.headCheckpointId, advanced.stateVersion, { messageCount: 1 }, false);
     return { kind: "created", run: (await tx.run(input.tenantId, input.runId))!, thread: advanced, message, checkpoint };
-  });
+  }, { rerunOnConflictWith: ["runs_pkey", "runs_by_idempotency_key"] });
 }
 
 /** Publishes a run's input with its `input_accepted` checkpoint and makes the run the active one. */
