@@ -220,15 +220,21 @@ export class Runtime {
     return buffer;
   }
 
-  /** Creates a thread with its root checkpoint. */
-  async createThread(tenantId: string, metadata: Record<string, unknown> = {}): Promise<ThreadRecord> {
+  /** Creates a thread with its root checkpoint; a `title` given here is never replaced by the automatic one. */
+  async createThread(tenantId: string, options: { metadata?: Record<string, unknown>; title?: string } = {}): Promise<ThreadRecord> {
     return this.store.createThread({
       tenantId,
       threadId: createId("thr"),
       checkpointId: createId("cp"),
-      metadata,
+      metadata: options.metadata ?? {},
+      title: options.title ?? null,
       now: this.#clock.now(),
     });
+  }
+
+  /** Sets the title the user chose; undefined when the thread is unknown, foreign or deleted. */
+  renameThread(tenantId: string, threadId: string, title: string): Promise<ThreadRecord | undefined> {
+    return this.store.renameThread(tenantId, threadId, title, this.#clock.now());
   }
 
   /** Starts a run (or returns the earlier one for a repeated run_id / Idempotency-Key). */

@@ -116,9 +116,20 @@ export const CheckpointSchema = z
   })
   .openapi("Checkpoint");
 
+/** A title a user chose: trimmed, 1–200 characters, no control characters. */
+const ThreadTitle = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters")
+  .openapi({ description: "Trimmed, 1–200 characters, no control characters. The automatic title never replaces it." });
+
 export const CreateThreadBody = z
-  .strictObject({ metadata: z.record(z.string(), z.unknown()).optional() })
+  .strictObject({ title: ThreadTitle.optional(), metadata: z.record(z.string(), z.unknown()).optional() })
   .openapi("CreateThreadRequest");
+
+export const RenameThreadBody = z.strictObject({ title: ThreadTitle }).openapi("RenameThreadRequest");
 
 export const CreateRunBody = z
   .strictObject({

@@ -30,6 +30,8 @@ export interface CreateThreadInput {
   /** The root checkpoint's id (version 1). */
   checkpointId: string;
   metadata: Record<string, unknown>;
+  /** A title the client chose (the automatic title then never replaces it). */
+  title?: string | null;
   now: number;
 }
 
@@ -352,6 +354,8 @@ export interface Store {
   deleteThread(tenantId: string, threadId: string, now: number): Promise<boolean>;
   /** Saves the title in its own transaction, only if the thread has none yet. */
   saveTitle(tenantId: string, threadId: string, title: string, now: number): Promise<void>;
+  /** Sets the title the user chose (not a transition: the version stays); undefined when not found. */
+  renameThread(tenantId: string, threadId: string, title: string, now: number): Promise<ThreadRecord | undefined>;
   /**
    * The thread's messages in order (published, fragments and deleted drafts alike). For a branch:
    * the shared prefix as it stood at the fork point (read through, never copied), then its own.

@@ -5,6 +5,7 @@ import type { AppEnv } from "../app-env.js";
 import {
   CheckpointSchema,
   CreateThreadBody,
+  RenameThreadBody,
   errorResponses,
   json,
   MessageSchema,
@@ -44,6 +45,14 @@ const getThread = createRoute({
   summary: "A thread's status, version, statistics and title",
   request: { params: ThreadIdParam },
   responses: { 200: { description: "The thread", content: json(ThreadSchema) }, ...errorResponses(401, 404) },
+});
+
+const renameThread = createRoute({
+  method: "patch",
+  path: "/v1/threads/{thread_id}",
+  summary: "Rename a thread (not a transition: the version stays)",
+  request: { params: ThreadIdParam, body: { content: json(RenameThreadBody), required: true } },
+  responses: { 200: { description: "The renamed thread", content: json(ThreadSchema) }, ...errorResponses(400, 401, 404, 413, 415) },
 });
 
 const deleteThread = createRoute({
@@ -108,7 +117,7 @@ export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime)
 
   app.openapi(createThread, async function createThreadHandler(c) {
     const body = c.req.valid("json");
-    const thread = await runtime.createThread(c.get("tenantId"), body.metadata ?? {});
+    const thread = await runtime.createThread(c.get("tenantId"), { metadata: body.metadata, title: body.title });
     return c.json(threadView(thread), 201);
   });
 
@@ -133,6 +142,12 @@ export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime)
 
   app.openapi(getThread, async function getThreadHandler(c) {
     const thread = await requireThread(c.get("tenantId"), c.req.valid("param").thread_id);
+    return c.json(threadView(thread), 200);
+  });
+
+  app.openapi(renameThread, async function renameThreadHandler(c) {
+    const thread = await runtime.renameThread(c.get("tenantId"), c.req.valid("param").thread_id, c.req.valid("json").title);
+    if (!thread) throw new TidemarkError("thread_not_found", "No such thread.");
     return c.json(threadView(thread), 200);
   });
 

@@ -50,7 +50,7 @@ import { claimQueuedRuns, listCancelledRuns, listRecoverableRuns, releaseLease, 
 import { findRunByIdempotencyKey, listActiveRuns, listThreadsWithWaitingRuns } from "./run-queries.js";
 import { claimRun, finishRun, publishMessage, requestCancel, transitionRun } from "./run-transitions.js";
 import { scanThreads } from "./snapshots.js";
-import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, listThreads, saveTitle } from "./thread-queries.js";
+import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, listThreads, renameThread, saveTitle } from "./thread-queries.js";
 import { appendTrace, listTraces } from "./traces.js";
 
 /** Options for {@link createPostgresStore}. */
@@ -133,6 +133,10 @@ class PostgresStore implements Store {
 
   async saveTitle(tenantId: string, threadId: string, title: string, now: number): Promise<void> {
     await saveTitle(this.#context, tenantId, threadId, title, now);
+  }
+
+  async renameThread(tenantId: string, threadId: string, title: string, now: number): Promise<ThreadRecord | undefined> {
+    return renameThread(this.#context, tenantId, threadId, title, now);
   }
 
   async listMessages(tenantId: string, threadId: string, options: ListMessagesOptions = {}): Promise<MessageRecord[]> {

@@ -11,12 +11,13 @@ export async function createThread(context: PgContext, input: CreateThreadInput)
     const row = await tx.sql(
       `INSERT INTO threads (tenant_id, thread_id, status, state_version, head_checkpoint_id, active_run_id, title,
          metadata, next_position, stats, created_at, updated_at)
-       VALUES (?, ?, 'active', 1, ?, NULL, NULL, ?, 0, ?, ?, ?)
+       VALUES (?, ?, 'active', 1, ?, NULL, ?, ?, 0, ?, ?, ?)
        RETURNING *`,
     ).get(
       input.tenantId,
       input.threadId,
       input.checkpointId,
+      input.title ?? null,
       JSON.stringify(input.metadata),
       JSON.stringify(emptyStats()),
       input.now,
@@ -174,4 +175,12 @@ export async function forkThread(context: PgContext, input: ForkThreadInput): Pr
 /** The lineage level whose visible checkpoints include `checkpoint`, if any. */
 function levelHolding(levels: readonly LineageLevel[], checkpoint: CheckpointRecord): LineageLevel | undefined {
   return levels.find((level) => level.threadId === checkpoint.threadId && checkpoint.stateVersion <= level.maxVersion);
+}
+
+/** Sets the title the user chose on an active thread; undefined when there is none. */
+export async function renameThread(context: PgContext, tenantId: string, threadId: string, title: string, now: number): Promise<ThreadRecord | undefined> {
+  const row = await context.sql(
+    "UPDATE threads SET title = ?, updated_at = ? WHERE tenant_id = ? AND thread_id = ? AND status = 'active' RETURNING *",
+  ).get(title, now, tenantId, threadId);
+  return row ? toThread(row) : undefined;
 }

@@ -50,7 +50,7 @@ import { findRunByIdempotencyKey, listActiveRuns, listThreadsWithWaitingRuns } f
 import { claimRun, finishRun, publishMessage, requestCancel, transitionRun } from "./run-transitions.js";
 import { scanThreads } from "./snapshots.js";
 import { SqliteContext } from "./sqlite-context.js";
-import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, listThreads, saveTitle } from "./thread-queries.js";
+import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, listThreads, renameThread, saveTitle } from "./thread-queries.js";
 import { appendTrace, listTraces } from "./traces.js";
 import { startWalCheckpointer, type WalCheckpointer, type WalCheckpointProgress } from "./wal-checkpointer.js";
 
@@ -118,6 +118,10 @@ class SqliteStore implements Store {
 
   async saveTitle(tenantId: string, threadId: string, title: string, now: number): Promise<void> {
     saveTitle(this.#context, tenantId, threadId, title, now);
+  }
+
+  async renameThread(tenantId: string, threadId: string, title: string, now: number): Promise<ThreadRecord | undefined> {
+    return renameThread(this.#context, tenantId, threadId, title, now);
   }
 
   async listMessages(tenantId: string, threadId: string, options: ListMessagesOptions = {}): Promise<MessageRecord[]> {

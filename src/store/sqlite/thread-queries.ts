@@ -11,11 +11,12 @@ export function createThread(context: SqliteContext, input: CreateThreadInput): 
     context.sql(
       `INSERT INTO threads (tenant_id, thread_id, status, state_version, head_checkpoint_id, active_run_id, title,
          metadata, next_position, stats, created_at, updated_at)
-       VALUES (?, ?, 'active', 1, ?, NULL, NULL, ?, 0, ?, ?, ?)`,
+       VALUES (?, ?, 'active', 1, ?, NULL, ?, ?, 0, ?, ?, ?)`,
     ).run(
       input.tenantId,
       input.threadId,
       input.checkpointId,
+      input.title ?? null,
       JSON.stringify(input.metadata),
       JSON.stringify(emptyStats()),
       input.now,
@@ -164,4 +165,12 @@ export function forkThread(context: SqliteContext, input: ForkThreadInput): Fork
 /** The lineage level whose visible checkpoints include `checkpoint`, if any. */
 function levelHolding(levels: readonly LineageLevel[], checkpoint: CheckpointRecord): LineageLevel | undefined {
   return levels.find((level) => level.threadId === checkpoint.threadId && checkpoint.stateVersion <= level.maxVersion);
+}
+
+/** Sets the title the user chose on an active thread; undefined when there is none. */
+export function renameThread(context: SqliteContext, tenantId: string, threadId: string, title: string, now: number): ThreadRecord | undefined {
+  const row = context.sql(
+    "UPDATE threads SET title = ?, updated_at = ? WHERE tenant_id = ? AND thread_id = ? AND status = 'active' RETURNING *",
+  ).get(title, now, tenantId, threadId) as Row | undefined;
+  return row ? toThread(row) : undefined;
 }
