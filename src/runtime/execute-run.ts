@@ -95,6 +95,8 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
         discardedOutputTokens: discarded.discardedOutputTokens ?? 0,
         tokensEstimated: discarded.tokensEstimated ?? false,
       },
+      // Where the cancel was accepted by a process that does not execute the run, only this one knows the step.
+      pendingStep: execution.activeStep,
       now,
     });
     if (discarded.discardedStreamChars) {

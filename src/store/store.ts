@@ -192,6 +192,12 @@ export interface FinishRunInput {
   failureMessage?: string;
   /** With `to: "cancelled"`: the discarded generation, written once into the cancel checkpoint. */
   cancelledGeneration?: CancelledGeneration;
+  /**
+   * With `to: "cancelled"`: the step the cancel caught, as the executing worker knows it. Written
+   * into the cancel checkpoint only when it names none (the cancel was accepted by a process that
+   * was not executing the run), with the resume policy that follows from it.
+   */
+  pendingStep?: PendingStep | null;
   /** Fencing: only while the run is in this attempt. */
   attempt?: number;
   now: number;

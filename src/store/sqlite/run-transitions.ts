@@ -1,5 +1,5 @@
 /** A run's life after creation in the SQLite adapter: claim, transitions, publication, cancel and finish. */
-import { addStats, canTransition, isCancellable, isTerminalStatus, type MessageRecord, type RunRecord } from "../../core/index.js";
+import { addStats, canTransition, isCancellable, isTerminalStatus, resumePolicyAfterCancel, type MessageRecord, type RunRecord } from "../../core/index.js";
 import type {
   ClaimRunInput,
   FinishRunInput,
@@ -120,8 +120,7 @@ export function requestCancel(context: SqliteContext, input: RequestCancelInput)
         kind: "cancel_accepted",
         runId: run.runId,
         pendingStep: input.pendingStep,
-        // A Stop in a tool step keeps the results already in; one in a model step regenerates it.
-        resumePolicy: input.pendingStep?.kind === "tool" ? "reuse_tool_result" : "regenerate_pending_step",
+        resumePolicy: resumePolicyAfterCancel(input.pendingStep),
         createdAt: input.now,
       },
       // A waiting (enqueued) run is not the active one: the active run is left alone.
@@ -165,6 +164,13 @@ export function finishRun(context: SqliteContext, input: FinishRunInput): RunRec
         `UPDATE checkpoints SET cancelled_generation = ?
          WHERE tenant_id = ? AND checkpoint_id = ? AND cancelled_generation IS NULL`,
       ).run(JSON.stringify(input.cancelledGeneration), run.tenantId, run.cancelCheckpointId);
+    }
+    if (input.pendingStep && run.cancelCheckpointId) {
+      // The worker names the step a cancel accepted elsewhere caught; a step named at acceptance stays.
+      context.sql(
+        `UPDATE checkpoints SET pending_step = ?, resume_policy = ?
+         WHERE tenant_id = ? AND checkpoint_id = ? AND pending_step IS NULL`,
+      ).run(JSON.stringify(input.pendingStep), resumePolicyAfterCancel(input.pendingStep), run.tenantId, run.cancelCheckpointId);
     }
     return context.setRunStatus(run, input.to, input.now, {
       stats: JSON.stringify(addStats(run.stats, input.stats)),
