@@ -2,6 +2,7 @@ import { createId, isId, isTerminalStatus, TidemarkError, type Clock, type RunEv
 import type { Cluster } from "../cluster/index.js";
 import type { AcceptedCancelRecord, Store } from "../store/index.js";
 import { emitTerminal } from "./execute-run.js";
+import type { Logger } from "./logger.js";
 import type { PendingCancels } from "./pending-cancels.js";
 import { CancelRequestedError } from "./run-errors.js";
 import type { RunExecution } from "./run-execution.js";
@@ -21,6 +22,7 @@ export interface CancelRunContext {
   store: Store;
   clock: Clock;
   observer: RuntimeObserver;
+  logger: Logger;
   /** Runs being executed by this process, by {@link runKey}. */
   active: ReadonlyMap<string, RunExecution>;
   pendingCancels: PendingCancels;
@@ -61,6 +63,8 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
       now: clock.now(),
     });
   } catch (error) {
+    // The work is already stopped: the run ends failed, and says why (never silently, never "cancelled").
+    context.logger.error({ run_id: runId, error: String(error) }, "a Stop could not be recorded; the run ends as failed");
     markRecorded(false);
     throw error;
   }
