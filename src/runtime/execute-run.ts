@@ -139,7 +139,9 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
       now,
     });
     execution.trace("run_failed", { error: describe(planError) });
-    emitTerminal(execution, finished ?? (await store.getRun(run.tenantId, run.runId))!, 0);
+    const final = finished ?? (await store.getRun(run.tenantId, run.runId))!;
+    if (finished) logRunFailure(execution.logger, finished, describe(planError));
+    emitTerminal(execution, final, 0);
     return "failed";
   }
 
@@ -151,6 +153,17 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
   }
   execution.logger.warn({ run_id: run.runId, status: current.status }, "run left in a non-terminal status");
   return "failed";
+}
+
+/**
+ * Logs a run's failure once, where it is decided, with the cause for the operator (a warning:
+ * a failing provider is the deployment's weather, not the server's fault).
+ */
+export function logRunFailure(logger: RunExecution["logger"], run: RunRecord, cause: string): void {
+  logger.warn(
+    { run_id: run.runId, thread_id: run.threadId, tenant_id: run.tenantId, reason: run.failureReason, message: run.failureMessage, cause },
+    "run failed",
+  );
 }
 
 /** What a run whose Stop stopped the work but could not be recorded says when it fails. */

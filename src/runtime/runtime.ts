@@ -288,6 +288,7 @@ export class Runtime {
           now: this.#clock.now(),
           owner: this.workerId,
           leaseMs: this.#leaseMs,
+          logger: this.#logger,
           launch: (queued) => this.#launch(queued),
           trace: (traced, kind, data) => this.#trace(traced, kind, data),
           emitter: (ended) => this.#continuingEmitter(ended),
