@@ -3,6 +3,7 @@ import { createId, isTerminalStatus, systemClock, TidemarkError } from "../../co
 import type { Runtime } from "../../runtime/index.js";
 import type { RunEventBuffer } from "../../stream/index.js";
 import type { AppEnv } from "../app-env.js";
+import { pathId } from "../path-id.js";
 import { errorResponses, json, MessageSchema, RunIdParam } from "../schemas.js";
 import { historyUrl, messageView } from "../wire.js";
 
@@ -13,7 +14,7 @@ const SaveFragmentBody = z
   })
   .openapi("SaveFragmentRequest");
 
-const MessageParams = z.object({ thread_id: z.string().min(1).max(100), message_id: z.string().min(1).max(100) });
+const MessageParams = z.object({ thread_id: pathId("thr"), message_id: pathId("msg") });
 
 const DeletedMessageSchema = z
   .object({
