@@ -4,7 +4,8 @@ import type { Runtime } from "../runtime/index.js";
 import { silentLogger, type Logger } from "../runtime/index.js";
 import type { AppEnv } from "./app-env.js";
 import { createAuthMiddleware } from "./auth.js";
-import { createErrorHandler, errorResponse } from "./errors.js";
+import { createErrorHandler, errorResponse, invalidRequestResponse } from "./errors.js";
+import { jsonBodyGuard } from "./json-body-guard.js";
 import type { ServerMetrics } from "./metrics.js";
 import { registerMessageRoutes } from "./routes/messages.js";
 import { registerOperationRoutes } from "./routes/operations.js";
@@ -32,10 +33,10 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result, c) => {
       if (!result.success) {
-        const issues = result.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message }));
-        return errorResponse(c, "invalid_request", `The request is not valid: ${issues[0]?.path || "body"}: ${issues[0]?.message}`, {
-          issues,
-        });
+        return invalidRequestResponse(
+          c,
+          result.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message })),
+        );
       }
     },
   });
@@ -53,6 +54,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     }),
   );
   app.use("/v1/*", createAuthMiddleware(options.apiKeys ?? new Map()));
+  app.use("/v1/*", jsonBodyGuard);
   // A worker serves only its health and metrics: clients talk to the API processes.
   if (options.runtime.role !== "worker") {
     registerThreadRoutes(app, options.runtime);

@@ -8,6 +8,18 @@ export function errorResponse(c: Context, code: ErrorCode, message: string, deta
   return c.json({ error: code, message, ...details }, ERROR_CODES[code].status as 400);
 }
 
+/** One issue of an invalid request: where (`input.content`; empty for the body itself) and what is wrong. */
+export interface RequestIssue {
+  path: string;
+  message: string;
+}
+
+/** 400 `invalid_request` naming the first issue in its message and listing them all. */
+export function invalidRequestResponse(c: Context, issues: readonly RequestIssue[]): Response {
+  const [first] = issues;
+  return errorResponse(c, "invalid_request", `The request is not valid: ${first?.path || "body"}: ${first?.message}`, { issues });
+}
+
 /**
  * Maps any thrown error to a JSON error. Known errors keep their code and safe message; an
  * unexpected one is logged and answered with a generic 500 that reveals nothing.
