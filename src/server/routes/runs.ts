@@ -66,6 +66,9 @@ const cancelRun = createRoute({
   },
 });
 
+/** The headers of an events stream (as `streamRunEvents` writes them), for a HEAD request. */
+const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache, no-transform" };
+
 /** Options the run routes take from the server's options. */
 export interface RunRouteOptions {
   heartbeatMs?: number;
@@ -125,6 +128,8 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
         details: { history_url: historyUrl(run.threadId), run_status: run.status },
       });
     }
+    // HEAD: what a GET would answer, without the stream (Hono routes HEAD to this GET route).
+    if (c.req.method === "HEAD") return c.body(null, 200, SSE_HEADERS) as never;
     streamRunEvents(c.env.outgoing, buffer, {
       afterSeq: Math.max(afterSeq, buffer.firstSeq - 1),
       heartbeatMs: options.heartbeatMs,
