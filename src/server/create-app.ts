@@ -7,6 +7,7 @@ import { createAuthMiddleware } from "./auth.js";
 import { createErrorHandler, errorResponse, invalidRequestResponse } from "./errors.js";
 import { jsonBodyGuard } from "./json-body-guard.js";
 import type { ServerMetrics } from "./metrics.js";
+import { registerOpenApiDocument } from "./openapi-document.js";
 import { registerMessageRoutes } from "./routes/messages.js";
 import { registerOperationRoutes } from "./routes/operations.js";
 import { registerRunRoutes, type RunRouteOptions } from "./routes/runs.js";
@@ -63,14 +64,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     registerMessageRoutes(app, options.runtime);
   }
   registerSystemRoutes(app, options.runtime, options.metrics);
-  app.doc31("/v1/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "Tidemark",
-      version: "0.1.0",
-      description: "Agent runs whose Stop, disconnect and resume are honest.",
-    },
-  });
+  registerOpenApiDocument(app);
   // After every API route, so that the API keeps precedence; a worker serves no app.
   if (options.webRoot !== undefined && options.runtime.role !== "worker") registerWebApp(app, options.webRoot);
   app.notFound((c) => errorResponse(c, "not_found", "No such route."));

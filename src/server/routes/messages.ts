@@ -28,6 +28,8 @@ const DeletedMessageSchema = z
 const saveFragment = createRoute({
   method: "post",
   path: "/v1/runs/{run_id}/fragments",
+  operationId: "saveFragment",
+  tags: ["messages"],
   summary: "Save what the client saw of a stopped answer, up to last_seq, as a labelled fragment",
   request: { params: RunIdParam, body: { content: json(SaveFragmentBody), required: true } },
   responses: {
@@ -39,6 +41,8 @@ const saveFragment = createRoute({
 const deleteMessage = createRoute({
   method: "delete",
   path: "/v1/threads/{thread_id}/messages/{message_id}",
+  operationId: "deleteMessage",
+  tags: ["messages"],
   summary: "Delete a saved fragment: it becomes publication_status deleted, as a new version",
   request: { params: MessageParams },
   responses: {

@@ -22,6 +22,8 @@ import { eventsUrl, historyUrl, runView } from "../wire.js";
 const createRun = createRoute({
   method: "post",
   path: "/v1/threads/{thread_id}/runs",
+  operationId: "createRun",
+  tags: ["runs"],
   summary: "Start a run: the input is published with its checkpoint at once",
   request: {
     params: ThreadIdParam,
@@ -38,6 +40,8 @@ const createRun = createRoute({
 const getRun = createRoute({
   method: "get",
   path: "/v1/runs/{run_id}",
+  operationId: "getRun",
+  tags: ["runs"],
   summary: "The run's status model",
   request: { params: RunIdParam },
   responses: { 200: { description: "The run", content: json(RunSchema) }, ...errorResponses(401, 404) },
@@ -46,6 +50,8 @@ const getRun = createRoute({
 const getEvents = createRoute({
   method: "get",
   path: "/v1/runs/{run_id}/events",
+  operationId: "streamRunEvents",
+  tags: ["runs"],
   summary: "The run's events as SSE: replay after Last-Event-ID (or ?after=), then live, ending after the terminal event",
   request: { params: RunIdParam, query: EventsQuery, headers: z.object({ "last-event-id": z.string().optional() }) },
   responses: {
@@ -57,6 +63,8 @@ const getEvents = createRoute({
 const cancelRun = createRoute({
   method: "post",
   path: "/v1/runs/{run_id}/cancel",
+  operationId: "cancelRun",
+  tags: ["runs"],
   summary: "Stop a run (never refused for a stale version); ?wait= waits until it is truly terminal",
   request: { params: RunIdParam, query: CancelQuery, body: { content: json(CancelRunBody), required: false } },
   responses: {
