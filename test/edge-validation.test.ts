@@ -137,6 +137,19 @@ describe.each(stores)("on %s", (_name, start) => {
       }
     });
 
+    it("a run a client named with any id the create accepts is found by its path", async () => {
+      // Well-formed (run_ and 26 lower-case letters and digits), though not a TypeID the server would make.
+      const named = `run_${"z".repeat(26)}`;
+      const created = await h.api(`/v1/threads/${await h.createThread()}/runs`, {
+        method: "POST",
+        json: { input: { role: "user", content: "named by the client" }, run_id: named },
+      });
+      expect(created.status).toBe(201);
+      expect((await h.events(named)).at(-1)?.type).toBe("run.completed");
+      expect((await h.api(`/v1/runs/${named}`)).body).toMatchObject({ run_id: named, status: "completed" });
+      expect((await h.api(`/v1/runs/${named}/cancel`, { method: "POST" })).body).toMatchObject({ run_id: named, already_terminal: true });
+    });
+
     it("and the thread list's cursor with a NUL is a 400, as before", async () => {
       expect((await answer("/v1/threads?before=%00")).status).toBe(400);
     });

@@ -5,6 +5,7 @@ import type { CancelRunResult, Runtime } from "../../runtime/index.js";
 import { streamRunEvents } from "../../stream/index.js";
 import type { AppEnv } from "../app-env.js";
 import type { ServerMetrics } from "../metrics.js";
+import { isWellFormedId } from "../path-id.js";
 import {
   CancelQuery,
   CancelRunBody,
@@ -96,7 +97,8 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
     const body = c.req.valid("json");
     const { thread_id } = c.req.valid("param");
     const idempotencyKey = c.req.valid("header")["idempotency-key"];
-    if (body.run_id !== undefined && !/^run_[0-9a-z]{26}$/.test(body.run_id)) {
+    // The rule a path's run id is read by, so that every run a client names can be read back.
+    if (body.run_id !== undefined && !isWellFormedId(body.run_id, "run")) {
       throw new TidemarkError("invalid_request", "run_id must be a run id such as run_01jd8x0f1ae2rbv7c9ks0d8m5q.");
     }
     const { run, isNew } = await runtime.startRun({
