@@ -48,6 +48,37 @@ describe("demoAnswerWords", () => {
   });
 });
 
+describe("a completed demo answer", () => {
+  const endsASentence = (text: string) => /[.!?]["”)]?$/.test(text);
+  const requests: ModelRequest[] = [
+    request,
+    { messages: [{ role: "user", content: "hi" }] },
+    { messages: [{ role: "user", content: "Why does it end here, mid" }] },
+  ];
+
+  it("ends on a whole sentence, whatever its length, and keeps exactly the words asked for", () => {
+    for (const asked of requests) {
+      const opening = demoAnswerWords(asked, 0).length;
+      for (const wordCount of [...Array.from({ length: 260 }, (_, index) => index), 1_000, 1_001, 10_007]) {
+        const words = demoAnswerWords(asked, wordCount);
+        const text = words.join(" ");
+
+        expect(words, `${wordCount} words`).toHaveLength(Math.max(wordCount, opening));
+        expect(endsASentence(text), `${wordCount} words: …${text.slice(-80)}`).toBe(true);
+      }
+    }
+  });
+
+  it("streams the same whole-sentence text", async () => {
+    const model = createDemoModel({ wordsPerSecond: 0, wordCount: 37 });
+
+    const text = textOf(await collect(model.stream(request, { signal: new AbortController().signal })));
+
+    expect(text).toBe(demoAnswerWords(request, 37).join(" "));
+    expect(endsASentence(text)).toBe(true);
+  });
+});
+
 describe("createDemoModel stream", () => {
   afterEach(() => {
     vi.useRealTimers();
