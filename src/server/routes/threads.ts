@@ -56,6 +56,8 @@ const getThread = createRoute({
 const renameThread = createRoute({
   method: "patch",
   path: "/v1/threads/{thread_id}",
+  operationId: "renameThread",
+  tags: ["threads"],
   summary: "Rename a thread (not a transition: the version stays)",
   request: { params: ThreadIdParam, body: { content: json(RenameThreadBody), required: true } },
   responses: { 200: { description: "The renamed thread", content: json(ThreadSchema) }, ...errorResponses(400, 401, 404, 413, 415) },
