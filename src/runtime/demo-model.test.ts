@@ -334,15 +334,22 @@ describe("demo tools", () => {
 });
 
 describe("titles", () => {
-  it("uses the first six words of the first message, whitespace collapsed", () => {
-    expect(titleFromText("  How do I\n\tstop a run   without losing my work?")).toBe("How do I stop a run");
+  it("keeps a short first message whole, whitespace collapsed", () => {
+    expect(titleFromText("  How do I\n\tstop a run   without losing my work?")).toBe("How do I stop a run without losing my work?");
   });
 
-  it("shortens a long title to 60 characters with an ellipsis", () => {
-    const title = titleFromText(`${"a".repeat(40)} ${"b".repeat(40)}`);
+  it("cuts a long one at a word boundary, at most 60 characters with the ellipsis", () => {
+    const text = "Please explain in detail how an honest Stop differs from closing the tab while the model streams";
 
-    expect(title).toHaveLength(58);
-    expect(title).toBe(`${"a".repeat(40)} ${"b".repeat(16)}…`);
+    const title = titleFromText(text);
+
+    expect(title).toBe("Please explain in detail how an honest Stop differs from…");
+    expect(title.length).toBeLessThanOrEqual(60);
+  });
+
+  it("cuts a word longer than the title with an ellipsis", () => {
+    expect(titleFromText(`${"a".repeat(40)} ${"b".repeat(40)}`)).toBe(`${"a".repeat(40)}…`);
+    expect(titleFromText("x".repeat(100))).toBe(`${"x".repeat(59)}…`);
   });
 
   it("names an empty message 'New thread'", () => {
@@ -354,7 +361,7 @@ describe("titles", () => {
     const model = createDemoModel();
 
     await expect(model.title?.("Plan a trip to Lisbon in May please", { signal: new AbortController().signal })).resolves.toBe(
-      "Plan a trip to Lisbon in",
+      "Plan a trip to Lisbon in May please",
     );
   });
 });

@@ -227,9 +227,16 @@ async function* streamDemoAnswer(
   yield { type: "finish", finishReason: turn.toolCall ? "tool-calls" : "stop", usage };
 }
 
-/** A heuristic title: the first words of the first user message. */
+/** Longest heuristic title, in characters (the ellipsis included). */
+const TITLE_MAX = 60;
+
+/** A heuristic title: the first message, whitespace collapsed, cut at a word boundary with an ellipsis when it is long. */
 export function titleFromText(text: string): string {
-  const words = text.replace(/\s+/g, " ").trim().split(" ").slice(0, 6).join(" ");
-  const title = words.length > 60 ? `${words.slice(0, 57)}…` : words;
-  return title.length > 0 ? title : "New thread";
+  const collapsed = text.replace(/\s+/g, " ").trim();
+  if (collapsed.length === 0) return "New thread";
+  if (collapsed.length <= TITLE_MAX) return collapsed;
+  const head = collapsed.slice(0, TITLE_MAX - 1);
+  const boundary = head.lastIndexOf(" ");
+  // A single word longer than the whole title is cut where it must be.
+  return `${boundary > 0 ? head.slice(0, boundary) : head}…`;
 }
