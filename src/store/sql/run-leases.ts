@@ -1,14 +1,14 @@
-/** Worker leases on runs in the PostgreSQL adapter, and the runs recovery must take over. */
+/** Worker leases on runs, and the runs recovery must take over. */
 import type { RunRecord } from "../../core/index.js";
 import type { ClaimQueuedRunsInput, TakeOverLeaseInput } from "../store.js";
 import { toRun } from "../rows.js";
-import type { PgContext } from "./pg-context.js";
+import type { SqlContext } from "./sql-context.js";
 
 /**
  * Takes a lost attempt's expired lease for its recoverer: one statement, so of two recoverers the
  * second re-reads the row after the first and finds the lease live.
  */
-export async function takeOverLease(context: PgContext, input: TakeOverLeaseInput): Promise<boolean> {
+export async function takeOverLease(context: SqlContext, input: TakeOverLeaseInput): Promise<boolean> {
   const result = await context.sql(
     `UPDATE runs SET lease_owner = ?, lease_expires_at = ?
      WHERE tenant_id = ? AND run_id = ? AND attempt = ? AND status NOT IN ('queued', 'completed', 'failed', 'cancelled')
@@ -18,7 +18,7 @@ export async function takeOverLease(context: PgContext, input: TakeOverLeaseInpu
 }
 
 /** Releases a worker's lease on a run that is not terminal. */
-export async function releaseLease(context: PgContext, tenantId: string, runId: string, owner: string): Promise<void> {
+export async function releaseLease(context: SqlContext, tenantId: string, runId: string, owner: string): Promise<void> {
   await context.sql(
     `UPDATE runs SET lease_owner = NULL, lease_expires_at = 0
      WHERE tenant_id = ? AND run_id = ? AND lease_owner = ? AND status NOT IN ('completed', 'failed', 'cancelled')`,
@@ -26,7 +26,7 @@ export async function releaseLease(context: PgContext, tenantId: string, runId: 
 }
 
 /** Extends every live lease a worker holds; the number renewed. */
-export async function renewLeases(context: PgContext, owner: string, leaseExpiresAt: number): Promise<number> {
+export async function renewLeases(context: SqlContext, owner: string, leaseExpiresAt: number): Promise<number> {
   const result = await context.sql(
     `UPDATE runs SET lease_expires_at = ?
      WHERE lease_owner = ? AND status NOT IN ('completed', 'failed', 'cancelled')`,
@@ -35,7 +35,7 @@ export async function renewLeases(context: PgContext, owner: string, leaseExpire
 }
 
 /** Runs whose lease expired, and queued runs nobody picked up, oldest first. */
-export async function listRecoverableRuns(context: PgContext, now: number, orphanedBefore: number): Promise<RunRecord[]> {
+export async function listRecoverableRuns(context: SqlContext, now: number, orphanedBefore: number): Promise<RunRecord[]> {
   const rows = await context.sql(
     `SELECT * FROM runs WHERE status NOT IN ('completed', 'failed', 'cancelled')
        AND ((lease_expires_at IS NOT NULL AND lease_expires_at < ?)
@@ -49,11 +49,11 @@ export async function listRecoverableRuns(context: PgContext, now: number, orpha
  * Claims the oldest queued runs nobody holds. Each worker locks the rows it takes and skips those
  * another holds (SKIP LOCKED), so concurrent workers neither wait for each other nor claim a run twice.
  */
-export async function claimQueuedRuns(context: PgContext, input: ClaimQueuedRunsInput): Promise<RunRecord[]> {
+export async function claimQueuedRuns(context: SqlContext, input: ClaimQueuedRunsInput): Promise<RunRecord[]> {
   return context.transaction(async (tx) => {
     const rows = await tx.sql(
       `SELECT * FROM runs WHERE status = 'queued' AND is_waiting = 0 AND lease_owner IS NULL
-       ORDER BY created_at, run_id LIMIT ? FOR UPDATE SKIP LOCKED`,
+       ORDER BY created_at, run_id LIMIT ?${tx.dialect.forUpdateSkipLocked}`,
     ).all(input.limit);
     const claimed: RunRecord[] = [];
     for (const row of rows) {
@@ -70,7 +70,7 @@ export async function claimQueuedRuns(context: PgContext, input: ClaimQueuedRuns
 }
 
 /** Runs a worker holds whose cancel was accepted. */
-export async function listCancelledRuns(context: PgContext, owner: string): Promise<RunRecord[]> {
+export async function listCancelledRuns(context: SqlContext, owner: string): Promise<RunRecord[]> {
   const rows = await context.sql(
     "SELECT * FROM runs WHERE lease_owner = ? AND status IN ('cancel_requested', 'cancelling') ORDER BY created_at",
   ).all(owner);

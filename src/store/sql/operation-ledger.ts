@@ -1,4 +1,4 @@
-/** The operation ledger in the PostgreSQL adapter: an external action prepared, committed, and confirmed (DESIGN §6). */
+/** The operation ledger: an external action prepared, committed, and confirmed (DESIGN §6). */
 import type { OperationPhase, OperationRecord } from "../../core/index.js";
 import type {
   BeginCommitInput,
@@ -10,27 +10,27 @@ import type {
 } from "../store.js";
 import { readLineage, readLineageOperations } from "./lineage.js";
 import { toOperation } from "../rows.js";
-import type { PgContext } from "./pg-context.js";
+import type { SqlContext } from "./sql-context.js";
 
 /** JSON text for a column, or NULL for a value that is absent. */
 const jsonColumn = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
 
 /** One operation by id. */
-export async function getOperation(context: PgContext, tenantId: string, opId: string): Promise<OperationRecord | undefined> {
+export async function getOperation(context: SqlContext, tenantId: string, opId: string): Promise<OperationRecord | undefined> {
   const row = await context.sql("SELECT * FROM operations WHERE tenant_id = ? AND op_id = ?").get(tenantId, opId);
   return row ? toOperation(row) : undefined;
 }
 
 /** One operation by idempotency key. */
-async function operationByKey(context: PgContext, tenantId: string, key: string): Promise<OperationRecord | undefined> {
+async function operationByKey(context: SqlContext, tenantId: string, key: string): Promise<OperationRecord | undefined> {
   // Locked: a key is shared across threads, so two preparers on different threads take turns on its row.
-  const row = await context.sql("SELECT * FROM operations WHERE tenant_id = ? AND idempotency_key = ? FOR UPDATE").get(tenantId, key);
+  const row = await context.sql(`SELECT * FROM operations WHERE tenant_id = ? AND idempotency_key = ?${context.forUpdate}`).get(tenantId, key);
   return row ? toOperation(row) : undefined;
 }
 
 /** Moves an operation from `from` to `to` by compare-and-set on its phase; false when it was not in `from`. */
 async function setPhase(
-  context: PgContext,
+  context: SqlContext,
   operation: OperationRecord,
   from: OperationPhase,
   to: OperationPhase,
@@ -46,7 +46,7 @@ async function setPhase(
 }
 
 /** Records an operation as prepared with its checkpoint, before the tool acts (DESIGN §6). */
-export async function prepareOperation(context: PgContext, input: PrepareOperationInput): Promise<PrepareOperationResult> {
+export async function prepareOperation(context: SqlContext, input: PrepareOperationInput): Promise<PrepareOperationResult> {
   // The run and thread rows are locked first, so the key is read after any writer of this thread
   // committed; of two threads that both see the key free, the second insert is a unique
   // violation and the transaction runs again, to find its row.
@@ -115,7 +115,7 @@ export async function prepareOperation(context: PgContext, input: PrepareOperati
 
 /** Hands a prepared operation over to commit, unless the run stopped running. */
 export async function beginCommit(
-  context: PgContext,
+  context: SqlContext,
   input: BeginCommitInput,
 ): Promise<BeginCommitResult> {
   return context.transaction(async (tx): Promise<BeginCommitResult> => {
@@ -136,7 +136,7 @@ export async function beginCommit(
 }
 
 /** Records a committing operation's outcome. */
-export async function finishOperation(context: PgContext, input: FinishOperationInput): Promise<OperationRecord | undefined> {
+export async function finishOperation(context: SqlContext, input: FinishOperationInput): Promise<OperationRecord | undefined> {
   return context.transaction(async (tx) => {
     const operation = await getOperation(tx, input.tenantId, input.opId);
     const columns =
@@ -153,7 +153,7 @@ export async function finishOperation(context: PgContext, input: FinishOperation
 
 /** Abandons a prepared operation that never began to commit. */
 export async function abandonOperation(
-  context: PgContext,
+  context: SqlContext,
   input: { tenantId: string; opId: string; now: number },
 ): Promise<OperationRecord | undefined> {
   return context.transaction(async (tx) => {
@@ -164,7 +164,7 @@ export async function abandonOperation(
 }
 
 /** Marks a run's committing operations `outcome_unknown`, as recovery finds them. */
-export async function markOutcomesUnknown(context: PgContext, tenantId: string, runId: string, now: number): Promise<OperationRecord[]> {
+export async function markOutcomesUnknown(context: SqlContext, tenantId: string, runId: string, now: number): Promise<OperationRecord[]> {
   return context.transaction(async (tx) => {
     const rows = await tx.sql(
       "SELECT * FROM operations WHERE tenant_id = ? AND run_id = ? AND phase = 'committing' ORDER BY created_at, op_id",
@@ -178,7 +178,7 @@ export async function markOutcomesUnknown(context: PgContext, tenantId: string, 
 }
 
 /** Records a person's confirmation of an unknown outcome, with its checkpoint. */
-export async function confirmOperation(context: PgContext, input: ConfirmOperationInput): Promise<OperationRecord | undefined> {
+export async function confirmOperation(context: SqlContext, input: ConfirmOperationInput): Promise<OperationRecord | undefined> {
   return context.transaction(async (tx) => {
     const operation = await getOperation(tx, input.tenantId, input.opId);
     const thread = await tx.thread(input.tenantId, input.threadId);
@@ -204,7 +204,7 @@ export async function confirmOperation(context: PgContext, input: ConfirmOperati
 }
 
 /** The lineage's operations, read in one transaction. */
-export async function listOperations(context: PgContext, tenantId: string, threadId: string): Promise<OperationRecord[]> {
+export async function listOperations(context: SqlContext, tenantId: string, threadId: string): Promise<OperationRecord[]> {
   return context.transaction(
     async (tx) => {
       const levels = await readLineage(tx.sql, tenantId, threadId);

@@ -1,16 +1,16 @@
-/** Run reads in the PostgreSQL adapter: by idempotency key, a thread's live runs, threads with waiting runs. */
+/** Run reads: by idempotency key, a thread's live runs, threads with waiting runs. */
 import type { RunRecord } from "../../core/index.js";
 import { toRun } from "../rows.js";
-import type { PgContext } from "./pg-context.js";
+import type { SqlContext } from "./sql-context.js";
 
 /** The run created with an idempotency key, if any. */
-export async function findRunByIdempotencyKey(context: PgContext, tenantId: string, key: string): Promise<RunRecord | undefined> {
+export async function findRunByIdempotencyKey(context: SqlContext, tenantId: string, key: string): Promise<RunRecord | undefined> {
   const row = await context.sql("SELECT * FROM runs WHERE tenant_id = ? AND idempotency_key = ?").get(tenantId, key);
   return row ? toRun(row) : undefined;
 }
 
 /** The thread's runs not yet terminal, oldest first. */
-export async function listActiveRuns(context: PgContext, tenantId: string, threadId: string): Promise<RunRecord[]> {
+export async function listActiveRuns(context: SqlContext, tenantId: string, threadId: string): Promise<RunRecord[]> {
   const rows = await context.sql(
     `SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? AND status NOT IN ('completed', 'failed', 'cancelled')
      ORDER BY created_at`,
@@ -19,7 +19,7 @@ export async function listActiveRuns(context: PgContext, tenantId: string, threa
 }
 
 /** Idle active threads that have a waiting run to admit. */
-export async function listThreadsWithWaitingRuns(context: PgContext): Promise<{ tenantId: string; threadId: string }[]> {
+export async function listThreadsWithWaitingRuns(context: SqlContext): Promise<{ tenantId: string; threadId: string }[]> {
   const rows = await context.sql(
     `SELECT DISTINCT r.tenant_id, r.thread_id FROM runs r
        JOIN threads t ON t.tenant_id = r.tenant_id AND t.thread_id = r.thread_id

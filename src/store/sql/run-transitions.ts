@@ -1,4 +1,4 @@
-/** A run's life after creation in the PostgreSQL adapter: claim, transitions, publication, cancel and finish. */
+/** A run's life after creation: claim, transitions, publication, cancel and finish. */
 import { addStats, canTransition, isCancellable, isTerminalStatus, resumePolicyAfterCancel, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
 import type {
   ClaimRunInput,
@@ -9,10 +9,10 @@ import type {
   RequestCancelResult,
   TransitionRunInput,
 } from "../store.js";
-import type { PgContext } from "./pg-context.js";
+import type { SqlContext } from "./sql-context.js";
 
 /** Moves a queued run to running under a worker's lease. */
-export async function claimRun(context: PgContext, input: ClaimRunInput): Promise<RunRecord | undefined> {
+export async function claimRun(context: SqlContext, input: ClaimRunInput): Promise<RunRecord | undefined> {
   return context.transaction(async (tx) => {
     const run = await tx.run(input.tenantId, input.runId);
     if (!run || run.status !== "queued") return undefined;
@@ -25,7 +25,7 @@ export async function claimRun(context: PgContext, input: ClaimRunInput): Promis
 }
 
 /** Moves a run between non-terminal statuses other than a cancel. */
-export async function transitionRun(context: PgContext, input: TransitionRunInput): Promise<RunRecord | undefined> {
+export async function transitionRun(context: SqlContext, input: TransitionRunInput): Promise<RunRecord | undefined> {
   return context.transaction(async (tx) => {
     const run = await tx.run(input.tenantId, input.runId);
     if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
@@ -45,7 +45,7 @@ export async function transitionRun(context: PgContext, input: TransitionRunInpu
 }
 
 /** Publishes a running run's message with its checkpoint, completing the run when asked. */
-export async function publishMessage(context: PgContext, input: PublishMessageInput): Promise<PublishMessageResult> {
+export async function publishMessage(context: SqlContext, input: PublishMessageInput): Promise<PublishMessageResult> {
   return context.transaction(async (tx): Promise<PublishMessageResult> => {
     const run = await tx.run(input.tenantId, input.runId);
     // Sticky terminal status and an accepted cancel both win over a late completion.
@@ -101,7 +101,7 @@ export async function publishMessage(context: PgContext, input: PublishMessageIn
 }
 
 /** Accepts a cancel with its `cancel_accepted` checkpoint (DESIGN §3). */
-export async function requestCancel(context: PgContext, input: RequestCancelInput): Promise<RequestCancelResult> {
+export async function requestCancel(context: SqlContext, input: RequestCancelInput): Promise<RequestCancelResult> {
   return context.transaction(async (tx): Promise<RequestCancelResult> => {
     const run = await tx.run(input.tenantId, input.runId);
     if (!run) return { kind: "not_found" };
@@ -117,7 +117,7 @@ export async function requestCancel(context: PgContext, input: RequestCancelInpu
  * never started stops at once; otherwise it is `cancel_requested` until its worker confirms.
  */
 export async function acceptCancel(
-  tx: PgContext,
+  tx: SqlContext,
   run: RunRecord,
   thread: ThreadRecord,
   input: Pick<RequestCancelInput, "reason" | "checkpointId" | "pendingStep" | "now">,
@@ -150,7 +150,7 @@ export async function acceptCancel(
 }
 
 /** Moves a run to a terminal status, settling its stats and the thread's active run. */
-export async function finishRun(context: PgContext, input: FinishRunInput): Promise<RunRecord | undefined> {
+export async function finishRun(context: SqlContext, input: FinishRunInput): Promise<RunRecord | undefined> {
   return context.transaction(async (tx) => {
     const run = await tx.run(input.tenantId, input.runId);
     if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
@@ -162,9 +162,9 @@ export async function finishRun(context: PgContext, input: FinishRunInput): Prom
       const stats = addStats(thread.stats, input.stats);
       const clearActive = thread.activeRunId === run.runId;
       await tx.sql(
-        `UPDATE threads SET stats = ?, active_run_id = CASE WHEN ?::boolean THEN NULL ELSE active_run_id END, updated_at = ?
+        `UPDATE threads SET stats = ?, active_run_id = CASE WHEN ? = 1 THEN NULL ELSE active_run_id END, updated_at = ?
          WHERE tenant_id = ? AND thread_id = ?`,
-      ).run(JSON.stringify(stats), clearActive, input.now, thread.tenantId, thread.threadId);
+      ).run(JSON.stringify(stats), clearActive ? 1 : 0, input.now, thread.tenantId, thread.threadId);
     }
     if (input.cancelledGeneration && run.cancelCheckpointId) {
       // Completes the cancel checkpoint's facts once the worker has stopped; never overwritten.

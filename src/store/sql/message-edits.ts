@@ -1,27 +1,27 @@
-/** Edits to a thread's messages after its runs in the SQLite adapter: saved fragments and their deletion. */
+/** Edits to a thread's messages after its runs: saved fragments and their deletion. */
 import { isTerminalStatus, type MessageRecord } from "../../core/index.js";
 import type { DeleteMessageInput, DeleteMessageResult, SaveFragmentInput, SaveFragmentResult } from "../store.js";
 import { messageInLineage, readLineage } from "./lineage.js";
-import type { SqliteContext } from "./sqlite-context.js";
+import type { SqlContext } from "./sql-context.js";
 
 /** Saves a terminal run's partial output as a fragment message. */
-export function saveFragment(context: SqliteContext, input: SaveFragmentInput): SaveFragmentResult {
-  const tx = context.db.transaction((): SaveFragmentResult => {
-    const run = context.run(input.tenantId, input.runId);
+export async function saveFragment(context: SqlContext, input: SaveFragmentInput): Promise<SaveFragmentResult> {
+  return context.transaction(async (tx): Promise<SaveFragmentResult> => {
+    const run = await tx.run(input.tenantId, input.runId);
     if (!run) return { kind: "run_not_found" };
     if (!isTerminalStatus(run.status)) return { kind: "run_not_terminal", run };
-    const existing = context.message(input.tenantId, input.messageId);
+    const existing = await tx.message(input.tenantId, input.messageId);
     if (existing) return { kind: "exists", message: existing };
-    const thread = context.thread(input.tenantId, run.threadId);
+    const thread = await tx.thread(input.tenantId, run.threadId);
     if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
     if (thread.activeRunId !== null) return { kind: "run_in_progress", thread };
     // The fragment is appended: it belongs right after its run's own messages, nowhere else.
-    const newest = context.sql(
+    const newest = await tx.sql(
       "SELECT run_id FROM messages WHERE tenant_id = ? AND thread_id = ? ORDER BY position DESC LIMIT 1",
-    ).get(input.tenantId, run.threadId) as { run_id: string | null } | undefined;
+    ).get(input.tenantId, run.threadId);
     if (newest?.run_id !== run.runId) return { kind: "thread_moved_on", thread };
-    const position = context.nextPosition(thread);
-    const advanced = context.advanceThread(
+    const position = await tx.nextPosition(thread);
+    const advanced = await tx.advanceThread(
       thread,
       {
         checkpointId: input.checkpointId,
@@ -48,25 +48,24 @@ export function saveFragment(context: SqliteContext, input: SaveFragmentInput): 
       toolName: null,
       createdAt: input.now,
     };
-    context.insertMessage(message);
+    await tx.insertMessage(message);
     return { kind: "saved", message, checkpoint: advanced.checkpoint, thread: advanced.thread };
   });
-  return tx.immediate();
 }
 
 /** Deletes a fragment from a thread's lineage with a `message_deleted` checkpoint. */
-export function deleteMessage(context: SqliteContext, input: DeleteMessageInput): DeleteMessageResult {
-  const tx = context.db.transaction((): DeleteMessageResult => {
-    const thread = context.thread(input.tenantId, input.threadId);
+export async function deleteMessage(context: SqlContext, input: DeleteMessageInput): Promise<DeleteMessageResult> {
+  return context.transaction(async (tx): Promise<DeleteMessageResult> => {
+    const thread = await tx.thread(input.tenantId, input.threadId);
     if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
-    const stored = context.message(input.tenantId, input.messageId);
-    const levels = readLineage(context.sql, input.tenantId, input.threadId)!;
+    const stored = await tx.message(input.tenantId, input.messageId);
+    const levels = (await readLineage(tx.sql, input.tenantId, input.threadId))!;
     // A branch may delete a fragment it shares: the checkpoint records it for this lineage only.
-    const message = stored ? messageInLineage(context.sql, input.tenantId, levels, stored) : undefined;
+    const message = stored ? await messageInLineage(tx.sql, input.tenantId, levels, stored) : undefined;
     if (!message || message.publicationStatus === "deleted") return { kind: "message_not_found" };
     if (message.publicationStatus !== "fragment") return { kind: "not_deletable", message };
     const isInherited = message.threadId !== input.threadId;
-    const advanced = context.advanceThread(
+    const advanced = await tx.advanceThread(
       thread,
       {
         checkpointId: input.checkpointId,
@@ -78,7 +77,7 @@ export function deleteMessage(context: SqliteContext, input: DeleteMessageInput)
     );
     if (isInherited) return { kind: "deleted", message: { ...message, publicationStatus: "deleted" }, checkpoint: advanced.checkpoint, thread: advanced.thread };
     // Append-only: the row keeps the version and checkpoint that saved it; the new checkpoint records the delete.
-    const result = context.sql(
+    const result = await tx.sql(
       `UPDATE messages SET publication_status = 'deleted'
        WHERE tenant_id = ? AND message_id = ? AND publication_status = 'fragment'`,
     ).run(input.tenantId, input.messageId);
@@ -90,5 +89,4 @@ export function deleteMessage(context: SqliteContext, input: DeleteMessageInput)
       thread: advanced.thread,
     };
   });
-  return tx.immediate();
 }

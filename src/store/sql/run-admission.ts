@@ -1,15 +1,15 @@
-/** How a run enters the PostgreSQL store: created, enqueued behind the active run, or admitted from the queue. */
+/** How a run enters the store: created, enqueued behind the active run, or admitted from the queue. */
 import { addStats, emptyStats, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord, type UsageStats } from "../../core/index.js";
 import type { CreateRunInput, CreateRunResult } from "../store.js";
 import { toCheckpoint, toRun } from "../rows.js";
 import { findRunByIdempotencyKey } from "./run-queries.js";
-import type { PgContext } from "./pg-context.js";
+import type { SqlContext } from "./sql-context.js";
 
 /**
  * Creates a run: existing, enqueued, resumed or started with its input accepted. The same run
  * created concurrently is a unique violation: run again, it finds the committed one.
  */
-export async function createRun(context: PgContext, input: CreateRunInput): Promise<CreateRunResult> {
+export async function createRun(context: SqlContext, input: CreateRunInput): Promise<CreateRunResult> {
   return context.transaction(async (tx): Promise<CreateRunResult> => {
     // The thread's row is locked first: the same create arriving twice at once waits here for
     // the first, then finds its run below (not the thread busy with it).
@@ -78,7 +78,7 @@ export async function createRun(context: PgContext, input: CreateRunInput): Prom
 
 /** Publishes a run's input with its `input_accepted` checkpoint and makes the run the active one. */
 async function acceptInput(
-  context: PgContext,
+  context: SqlContext,
   thread: ThreadRecord,
   input: { runId: string; messageId: string; checkpointId: string; content: string; now: number },
 ): Promise<{ thread: ThreadRecord; message: MessageRecord; checkpoint: CheckpointRecord }> {
@@ -116,7 +116,7 @@ async function acceptInput(
 
 /** Inserts a queued run and its first transition. */
 async function insertRun(
-  context: PgContext,
+  context: SqlContext,
   input: CreateRunInput,
   baseCheckpointId: string,
   stateVersion: number,
@@ -152,7 +152,7 @@ async function insertRun(
 
 /** Admits the oldest waiting run of an idle thread, accepting its input. */
 export async function admitNextRun(
-  context: PgContext,
+  context: SqlContext,
   tenantId: string,
   threadId: string,
   checkpointId: string,

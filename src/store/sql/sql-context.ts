@@ -1,16 +1,13 @@
 /**
- * The PostgreSQL adapter's shared state: a pool, a statement shim with the SQLite adapter's shape
- * (`sql(text).get/all/run`, `?` placeholders), transactions, and the row helpers every concern uses.
+ * The SQL store's shared state, handed to each concern's functions: statements on the current
+ * connection, transactions, and the row helpers every concern uses. Internal to the store.
  *
- * Isolation: a write transaction runs at READ COMMITTED and locks the rows it decides on as it
- * reads them (`thread()` and `run()` read `FOR UPDATE`). Every change of a thread's state goes
- * through its row, so the writers of one thread take turns and each sees what the previous one
- * committed, while writers of different threads never wait on each other. (SERIALIZABLE was
- * correct too, but its predicate locks on small tables made unrelated threads conflict, and
- * concurrent run creation retried until it gave up.) Uniqueness (idempotency keys, positions,
- * versions) is kept by unique indexes.
+ * Isolation: a write transaction locks the rows it decides on as it reads them (`thread()` and
+ * `run()` read with the dialect's `forUpdate`). Every change of a thread's state goes through its
+ * row, so the writers of one thread take turns and each sees what the previous one committed,
+ * while (on PostgreSQL) writers of different threads never wait on each other. SQLite has one
+ * writer at a time, so there the lock is the write transaction itself.
  */
-import type pg from "pg";
 import {
   addStats,
   canTransition,
@@ -24,128 +21,82 @@ import {
   type UsageStats,
 } from "../../core/index.js";
 import { toMessage, toOperation, toRun, toThread, type Row } from "../rows.js";
+import type { SqlConnection, SqlDialect, SqlDriver, TransactionOptions } from "./sql-driver.js";
 
 /** A checkpoint's decision: its id, kind and time, and only the fields it names (the rest are null). */
 export type CheckpointDecision = Pick<CheckpointRecord, "checkpointId" | "kind" | "createdAt"> &
   Partial<Pick<CheckpointRecord, "runId" | "messageId" | "completedStepId" | "pendingStep" | "resumePolicy" | "cancelledGeneration">>;
 
 /** One statement, run on the context's connection. */
-export interface PgStatement {
+export interface SqlStatement {
   get(...values: unknown[]): Promise<Row | undefined>;
   all(...values: unknown[]): Promise<Row[]>;
   run(...values: unknown[]): Promise<{ changes: number }>;
 }
 
-/** How a transaction isolates itself. */
-export interface TransactionOptions {
-  /** A consistent snapshot for reads only: locks nothing, never retries. */
-  readOnly?: boolean;
-  /**
-   * Unique constraints whose violation means a concurrent writer of the same row committed
-   * first: the transaction runs again and finds that row (as the serial SQLite adapter would).
-   */
-  rerunOnConflictWith?: readonly string[];
+/** A thread as a write transaction read it: the record, and the position its next message takes. */
+export interface LockedThread {
+  thread: ThreadRecord;
+  nextPosition: number;
 }
 
-/** Serialization failure and deadlock (two writers locking rows in opposite orders): run again. */
-const RETRYABLE = new Set(["40001", "40P01"]);
-const MAX_ATTEMPTS = 50;
-
-/** Statement texts → names, so each connection parses a statement once (`?` → `$n` done once too). */
-const preparedNames = new Map<string, { name: string; text: string }>();
-
-function prepared(text: string): { name: string; text: string } {
-  let entry = preparedNames.get(text);
-  if (!entry) {
-    let index = 0;
-    let isQuoted = false;
-    let converted = "";
-    for (const char of text) {
-      if (char === "'") isQuoted = !isQuoted;
-      converted += char === "?" && !isQuoted ? `$${++index}` : char;
-    }
-    entry = { name: `tm${preparedNames.size}`, text: converted };
-    preparedNames.set(text, entry);
-  }
-  return entry;
-}
-
-/**
- * One connection's context (the pool outside a transaction, a client inside one), handed to each
- * concern's functions; internal to the adapter.
- */
-export class PgContext {
-  readonly pool: pg.Pool;
-  readonly #client: pg.PoolClient | undefined;
+/** One connection's context: the driver's own outside a transaction, the transaction's inside one. */
+export class SqlContext {
+  readonly driver: SqlDriver;
+  readonly #connection: SqlConnection;
+  readonly #isInTransaction: boolean;
   /** In a write transaction: rows read through `thread()` and `run()` are locked until it ends. */
   readonly #isLocking: boolean;
 
-  constructor(pool: pg.Pool, client?: pg.PoolClient, isLocking = false) {
-    this.pool = pool;
-    this.#client = client;
-    this.#isLocking = isLocking;
+  constructor(driver: SqlDriver, connection: SqlConnection = driver.connection, transaction?: { isLocking: boolean }) {
+    this.driver = driver;
+    this.#connection = connection;
+    this.#isInTransaction = transaction !== undefined;
+    this.#isLocking = transaction?.isLocking ?? false;
   }
 
-  get isInTransaction(): boolean {
-    return this.#client !== undefined;
+  get dialect(): SqlDialect {
+    return this.driver.dialect;
+  }
+
+  /** The dialect's row lock, inside a write transaction; nothing elsewhere. */
+  get forUpdate(): string {
+    return this.#isLocking ? this.driver.dialect.forUpdate : "";
   }
 
   /** A statement on this context's connection; a function value, so the lineage readers can take it. */
-  readonly sql = (text: string): PgStatement => {
-    const query = (values: unknown[]) => {
-      const { name, text: converted } = prepared(text);
-      const config = { name, text: converted, values };
-      return this.#client ? this.#client.query(config) : this.pool.query(config);
-    };
+  readonly sql = (text: string): SqlStatement => {
+    const connection = this.#connection;
     return {
-      get: async (...values) => (await query(values)).rows[0] as Row | undefined,
-      all: async (...values) => (await query(values)).rows as Row[],
-      run: async (...values) => ({ changes: (await query(values)).rowCount ?? 0 }),
+      get: (...values) => connection.get(text, values),
+      all: (...values) => connection.all(text, values),
+      run: (...values) => connection.run(text, values),
     };
   };
 
-  /**
-   * Runs `fn` in one transaction (a locking write transaction, or a read-only snapshot), again
-   * from the start when it lost a deadlock. Inside a transaction, `fn` joins it.
-   */
-  async transaction<T>(fn: (tx: PgContext) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    if (this.#client) return fn(this);
-    const begin = options.readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED";
-    for (let attempt = 1; ; attempt++) {
-      const client = await this.pool.connect();
-      let isBroken = false;
-      try {
-        await client.query(begin);
-        const result = await fn(new PgContext(this.pool, client, !options.readOnly));
-        await client.query("COMMIT");
-        return result;
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => {
-          isBroken = true;
-        });
-        const code = (error as { code?: unknown }).code;
-        const constraint = (error as { constraint?: unknown }).constraint;
-        const isLostInsert = code === "23505" && typeof constraint === "string" && options.rerunOnConflictWith?.includes(constraint) === true;
-        if (typeof code !== "string" || !(RETRYABLE.has(code) || isLostInsert) || attempt >= MAX_ATTEMPTS) throw error;
-      } finally {
-        client.release(isBroken);
-      }
-      // A short random pause spreads the writers that collided.
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 ** attempt)));
-    }
+  /** Runs `fn` in one transaction (a locking write one, or a read-only snapshot); inside one, `fn` joins it. */
+  async transaction<T>(fn: (tx: SqlContext) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    if (this.#isInTransaction) return fn(this);
+    return this.driver.transaction(
+      (connection) => fn(new SqlContext(this.driver, connection, { isLocking: !options.readOnly })),
+      options,
+    );
   }
 
   /** The thread row, whatever its status (locked in a write transaction). */
   async thread(tenantId: string, threadId: string): Promise<ThreadRecord | undefined> {
-    const lock = this.#isLocking ? " FOR UPDATE" : "";
-    const row = await this.sql(`SELECT * FROM threads WHERE tenant_id = ? AND thread_id = ?${lock}`).get(tenantId, threadId);
-    return row ? toThread(row) : undefined;
+    return (await this.lockedThread(tenantId, threadId))?.thread;
+  }
+
+  /** The thread row with its next message position, whatever its status (locked in a write transaction). */
+  async lockedThread(tenantId: string, threadId: string): Promise<LockedThread | undefined> {
+    const row = await this.sql(`SELECT * FROM threads WHERE tenant_id = ? AND thread_id = ?${this.forUpdate}`).get(tenantId, threadId);
+    return row ? { thread: toThread(row), nextPosition: Number(row.next_position) } : undefined;
   }
 
   /** The run row, if any (locked in a write transaction). */
   async run(tenantId: string, runId: string): Promise<RunRecord | undefined> {
-    const lock = this.#isLocking ? " FOR UPDATE" : "";
-    const row = await this.sql(`SELECT * FROM runs WHERE tenant_id = ? AND run_id = ?${lock}`).get(tenantId, runId);
+    const row = await this.sql(`SELECT * FROM runs WHERE tenant_id = ? AND run_id = ?${this.forUpdate}`).get(tenantId, runId);
     return row ? toRun(row) : undefined;
   }
 
@@ -253,10 +204,7 @@ export class PgContext {
 
   /** The position the thread's next message takes. */
   async nextPosition(thread: ThreadRecord): Promise<number> {
-    const row = await this.sql("SELECT next_position FROM threads WHERE tenant_id = ? AND thread_id = ?").get(
-      thread.tenantId,
-      thread.threadId,
-    );
+    const row = await this.sql("SELECT next_position FROM threads WHERE tenant_id = ? AND thread_id = ?").get(thread.tenantId, thread.threadId);
     return Number(row!.next_position);
   }
 

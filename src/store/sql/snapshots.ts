@@ -1,14 +1,14 @@
-/** Whole-thread snapshots from the PostgreSQL adapter, as `tidemark check` reads them. */
+/** Whole-thread snapshots, as `tidemark check` reads them. */
 import type { ThreadSnapshot } from "../store.js";
 import { readLineage, readLineageCheckpoints, readLineageMessages } from "./lineage.js";
 import { toCheckpoint, toMessage, toRun, toTransition } from "../rows.js";
-import type { PgContext } from "./pg-context.js";
+import type { SqlContext } from "./sql-context.js";
 
 /** Thread keys read per page: the scan holds one page of keys, never the whole table. */
 const PAGE_SIZE = 100;
 
 /** Every thread's snapshot, one at a time, each read in its own transaction. */
-export async function* scanThreads(context: PgContext): AsyncIterable<ThreadSnapshot> {
+export async function* scanThreads(context: SqlContext): AsyncIterable<ThreadSnapshot> {
   // Keyset pages in (tenant_id, thread_id) order: the primary key's, bytewise as in SQLite.
   let after: { tenantId: string; threadId: string } | undefined;
   for (;;) {
@@ -27,7 +27,7 @@ export async function* scanThreads(context: PgContext): AsyncIterable<ThreadSnap
 }
 
 /** One thread's rows read in one transaction, so a concurrent write cannot tear the snapshot. */
-async function readSnapshot(context: PgContext, tenantId: string, threadId: string): Promise<ThreadSnapshot | undefined> {
+async function readSnapshot(context: SqlContext, tenantId: string, threadId: string): Promise<ThreadSnapshot | undefined> {
   return context.transaction(async (tx) => {
     const thread = await tx.thread(tenantId, threadId);
     if (!thread) return undefined;
@@ -53,7 +53,7 @@ async function readSnapshot(context: PgContext, tenantId: string, threadId: stri
 
 /** A branch's shared prefix, as `tidemark check` needs it; nothing for a root thread. */
 async function inherited(
-  context: PgContext,
+  context: SqlContext,
   tenantId: string,
   threadId: string,
 ): Promise<Pick<ThreadSnapshot, "inheritedCheckpoints" | "inheritedMessages">> {
