@@ -63,7 +63,7 @@ describe("scripts/build-if-stale.mjs (real process)", { timeout: 120_000 }, () =
   /** Runs the script in the fixture (under the stand-in npm, or the PATH's); what it built this time, and its exit code. */
   async function run(npm: "stand-in" | "path" = "stand-in"): Promise<{ code: number; built: string[] }> {
     const before = builds();
-    const env = { ...process.env, npm_execpath: join(root, "fake-npm.mjs") };
+    const env: NodeJS.ProcessEnv = { ...process.env, npm_execpath: join(root, "fake-npm.mjs") };
     if (npm === "path") delete env.npm_execpath;
     const child = spawn(process.execPath, [SCRIPT], { cwd: root, env, stdio: ["ignore", "ignore", "inherit"] });
     const code = await new Promise<number>((resolve) => child.once("exit", (exitCode) => resolve(exitCode ?? -1)));

@@ -34,7 +34,7 @@ const NOT_APPLICABLE: readonly number[] = [];
  * ancestors' scan already holds (see lineage-walker.ts), so the cost is linear in the store's rows.
  *
  * @example
- * const report = await checkStore(createSqliteStore({ path: "tidemark.db" }));
+ * const report = await checkStore(createSqliteStore({ path: "tidemark.db", readOnly: true }));
  * console.log(formatCheckReport(report));
  */
 export async function checkStore(store: Store, options: CheckStoreOptions = {}): Promise<CheckReport> {

@@ -23,7 +23,7 @@ import { ownLineage, type ThreadLineage } from "./lineage-walker.js";
 
 /** One broken invariant, located as precisely as the rows allow. */
 export interface Violation {
-  /** The number of the invariant in docs/invariants.md (1 to 7 are DESIGN §15's). */
+  /** The number of the invariant in docs/invariants.md (1 to 7 are the design contract's). */
   invariant: number;
   tenantId: string;
   threadId: string;

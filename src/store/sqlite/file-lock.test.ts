@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DatabaseLockedError, lockDatabaseFile } from "./file-lock.js";
+import { DatabaseLockedError } from "./database-locked-error.js";
+import { lockDatabaseFile } from "./file-lock.js";
 import { createSqliteStore } from "./sqlite-store.js";
 
 describe("lockDatabaseFile", () => {

@@ -9,34 +9,13 @@
 import Database from "better-sqlite3";
 import fs from "node:fs";
 import path from "node:path";
+import { DatabaseLockedError } from "./database-locked-error.js";
 
 /** An exclusive hold on a database file; `release()` lets the next process take it. */
 export interface FileLock {
   /** The sidecar file that carries the lock. */
   readonly lockPath: string;
   release(): void;
-}
-
-/** Another process holds the database file. */
-export class DatabaseLockedError extends Error {
-  readonly code = "database_locked";
-  readonly databasePath: string;
-  readonly lockPath: string;
-
-  constructor(databasePath: string, lockPath: string, options?: ErrorOptions) {
-    super(
-      `Another Tidemark process is serving ${databasePath} (it holds ${lockPath}). ` +
-        "Stop it first, or give this one another --db.",
-      options,
-    );
-    this.name = "DatabaseLockedError";
-    this.databasePath = databasePath;
-    this.lockPath = lockPath;
-  }
-
-  static isInstance(error: unknown): error is DatabaseLockedError {
-    return error instanceof Error && (error as { code?: unknown }).code === "database_locked";
-  }
 }
 
 /** Takes the exclusive hold on `databasePath` for this process, or throws {@link DatabaseLockedError} at once. */
