@@ -34,8 +34,10 @@ import type {
   ThreadSnapshot,
   TransitionRunInput,
 } from "../store.js";
+import { lockDatabaseFile, type FileLock } from "./file-lock.js";
 import { deleteMessage, saveFragment } from "./message-edits.js";
 import { migrate } from "./migrations.js";
+import { openReadOnlyDatabase } from "./open-read-only.js";
 import {
   abandonOperation,
   beginCommit,
@@ -69,6 +71,18 @@ export interface SqliteStoreOptions {
   onBackgroundError?: (message: string) => void;
   /** Each background checkpoint's progress (tests wait on it). */
   onWalCheckpoint?: (progress: WalCheckpointProgress) => void;
+  /**
+   * Opens an existing Tidemark file for reading only (`tidemark check`): creates and migrates
+   * nothing, and refuses a missing file, a file that is not a Tidemark database, or one at another
+   * schema version. Every write then fails.
+   */
+  readOnly?: boolean;
+  /**
+   * Holds the file for this process alone while the store is open (a serving process): another
+   * process asking the same is refused with `DatabaseLockedError`. The hold is an OS lock, gone
+   * when the process ends, even by kill -9.
+   */
+  exclusive?: boolean;
 }
 
 /**
@@ -77,16 +91,27 @@ export interface SqliteStoreOptions {
  * shared with networked adapters.
  */
 export function createSqliteStore(options: SqliteStoreOptions): Store {
-  const db = new Database(options.path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  db.pragma("busy_timeout = 5000");
-  migrate(db);
-  const intervalMs = options.checkpointIntervalMs ?? 1_000;
+  if (options.readOnly) return new SqliteStore(openReadOnlyDatabase(options.path), undefined);
   const isFile = options.path !== ":memory:" && !options.path.startsWith("file::memory:") && options.path !== "";
-  if (!isFile || intervalMs <= 0) return new SqliteStore(db, undefined);
-  db.pragma("wal_autocheckpoint = 0");
-  return new SqliteStore(db, startWalCheckpointer(options.path, intervalMs, options.onBackgroundError ?? (() => {}), options.onWalCheckpoint));
+  // Taken before the file is opened: a refused process touches nothing.
+  const lock = options.exclusive && isFile ? lockDatabaseFile(options.path) : undefined;
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(options.path);
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL");
+    db.pragma("busy_timeout = 5000");
+    migrate(db);
+    const intervalMs = options.checkpointIntervalMs ?? 1_000;
+    if (!isFile || intervalMs <= 0) return new SqliteStore(db, undefined, lock);
+    db.pragma("wal_autocheckpoint = 0");
+    const checkpointer = startWalCheckpointer(options.path, intervalMs, options.onBackgroundError ?? (() => {}), options.onWalCheckpoint);
+    return new SqliteStore(db, checkpointer, lock);
+  } catch (error) {
+    db?.close();
+    lock?.release();
+    throw error;
+  }
 }
 
 /**
@@ -96,10 +121,12 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
 class SqliteStore implements Store {
   readonly #context: SqliteContext;
   readonly #checkpointer: WalCheckpointer | undefined;
+  readonly #lock: FileLock | undefined;
 
-  constructor(db: Database.Database, checkpointer: WalCheckpointer | undefined) {
+  constructor(db: Database.Database, checkpointer: WalCheckpointer | undefined, lock?: FileLock) {
     this.#context = new SqliteContext(db);
     this.#checkpointer = checkpointer;
+    this.#lock = lock;
   }
 
   async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
@@ -261,5 +288,7 @@ class SqliteStore implements Store {
   async close(): Promise<void> {
     await this.#checkpointer?.close();
     if (this.#context.db.open) this.#context.db.close();
+    // Last: the next process may take the file once nothing of this one writes to it.
+    this.#lock?.release();
   }
 }
