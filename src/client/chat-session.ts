@@ -130,7 +130,9 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
     const threadId = state.threadId;
     if (threadId === null) return;
     const history = await client.getHistory(threadId);
-    update(applyHistory(state, history));
+    const next = applyHistory(state, history);
+    // A read that works again ends the failure an earlier one reported.
+    if (next !== state) update({ ...next, error: null });
   });
 
   function onNotice(notice: StreamNotice): void {
