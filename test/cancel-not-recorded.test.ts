@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { RunEvent } from "../src/core/index.js";
+import { CANCEL_NOT_RECORDED_MESSAGE } from "../src/runtime/execute-run.js";
 import { createDemoModel, createRuntime } from "../src/runtime/index.js";
 import type { Store } from "../src/store/index.js";
 import { createSqliteStore } from "../src/store/sqlite/index.js";
@@ -19,7 +20,9 @@ describe("a Stop whose cancel the store cannot record", () => {
         return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
     });
-    const runtime = createRuntime({ store, model: createDemoModel({ wordsPerSecond: 200, wordCount: 400 }) });
+    const logged: Record<string, unknown>[] = [];
+    const logger = { info: () => {}, warn: () => {}, error: (data: Record<string, unknown>, message: string) => logged.push({ ...data, message }) };
+    const runtime = createRuntime({ store, logger, model: createDemoModel({ wordsPerSecond: 200, wordCount: 400 }) });
     try {
       const thread = await runtime.createThread("t");
       const { run } = await runtime.startRun({ tenantId: "t", threadId: thread.threadId, input: { role: "user", content: "hi" } });
@@ -34,7 +37,9 @@ describe("a Stop whose cancel the store cannot record", () => {
       });
       await expect(runtime.cancelRun("t", run.runId, "user")).rejects.toThrow("disk I/O error");
       const terminal = (await buffer.whenTerminal()) as RunEvent;
-      expect(terminal).toMatchObject({ type: "run.failed", reason: "error" });
+      // Not silently: the run says the Stop stopped it but could not be recorded, and the server logged it.
+      expect(terminal).toMatchObject({ type: "run.failed", reason: "error", message: CANCEL_NOT_RECORDED_MESSAGE });
+      expect(logged).toEqual([expect.objectContaining({ message: "a Stop could not be recorded; the run ends as failed", run_id: run.runId })]);
       const final = await sqlite.getRun("t", run.runId);
       expect(final).toMatchObject({ status: "failed", cancelRequestedAt: null, publishedMessageId: null });
       const messages = await sqlite.listMessages("t", thread.threadId);

@@ -95,6 +95,17 @@ describe("a cluster of 2 API processes and 2 workers (real processes, PostgreSQL
     const ofRun = history.messages.filter((message: any) => message.run_id === runId && message.role !== "user");
     expect(ofRun).toEqual([]);
     expect(history.messages.every((message: any) => message.state_version <= acceptedVersion)).toBe(true);
+    // The worker that held the run named the step the Stop caught: history marks the answer as
+    // interrupted, and a Continue from this checkpoint tells the model (the same checkpoint fact).
+    expect(history.markers).toEqual([
+      expect.objectContaining({ type: "interrupted_response", run_id: runId, checkpoint_id: cancel.body.resume_checkpoint_id }),
+    ]);
+    const checkpoints = (await call(cluster.apiB.url, `/v1/threads/${threadId}/checkpoints`)).body.checkpoints;
+    expect(checkpoints.find((checkpoint: any) => checkpoint.checkpoint_id === cancel.body.resume_checkpoint_id)).toMatchObject({
+      kind: "cancel_accepted",
+      pending_step: { step_id: "model-1", kind: "model" },
+      resume_policy: "regenerate_pending_step",
+    });
     // The worker stopped well before the answer would have ended (about 3 s): the cancel reached it mid-generation.
     expect(cancelledAfterMs).toBeLessThan(2_000);
 

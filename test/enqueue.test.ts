@@ -1,35 +1,8 @@
 /** multitask "enqueue": runs wait on a busy thread and start in order, one at a time, never mixing. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent } from "../src/core/index.js";
-import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
 import { startHarness, type Harness } from "./support/harness.js";
-
-/** The demo model, except that an answer to a message starting with "hold" waits for `release()`. */
-function createHeldModel() {
-  const demo = createDemoModel({ wordsPerSecond: 0, wordCount: 60 });
-  let release: () => void = () => {};
-  let held = new Promise<void>((resolve) => (release = resolve));
-  const model: ChatModel = {
-    id: "demo",
-    async *stream(request, options) {
-      const last = request.messages.at(-1);
-      if (last?.role === "user" && last.content.startsWith("hold")) {
-        await new Promise<void>((resolve, reject) => {
-          options.signal.addEventListener("abort", () => reject(options.signal.reason), { once: true });
-          void held.then(resolve);
-        });
-      }
-      yield* demo.stream(request, options);
-    },
-  };
-  return {
-    model,
-    release: () => {
-      release();
-      held = new Promise<void>((resolve) => (release = resolve));
-    },
-  };
-}
+import { createHeldModel } from "./support/held-model.js";
 
 describe("multitask enqueue", () => {
   const held = createHeldModel();

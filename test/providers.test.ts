@@ -177,7 +177,7 @@ describe.each(MODEL_PATHS)("provider behaviour through %s", (_name, makeModel) =
     const everything = JSON.stringify([result.status, result.events, result.history]);
     expect(everything).not.toContain("secret");
     expect(everything).not.toContain(API_KEY);
-    expect(result.events.at(-1)).toMatchObject({ type: "run.failed", reason: "provider_error", message: "The model provider answered HTTP 401." });
+    expect(result.events.at(-1)).toMatchObject({ type: "run.failed", reason: "provider_error", message: "The model provider answered HTTP 401 (the API key is missing or was refused)." });
     expect(result.history.messages).toHaveLength(1);
     // The title request failed too: the thread is still named, from the first words.
     const thread = await waitForTitle(h, result.threadId);

@@ -7,3 +7,4 @@ export * from "./ids.js";
 export * from "./clock.js";
 export * from "./hash.js";
 export * from "./stats-view.js";
+export * from "./storable-text.js";

@@ -1,4 +1,10 @@
-import { APICallError, type LanguageModelV3, type LanguageModelV3Message, type LanguageModelV3StreamPart } from "@ai-sdk/provider";
+import {
+  APICallError,
+  LoadAPIKeyError,
+  LoadSettingError,
+  NoSuchModelError,
+  UnsupportedFunctionalityError,
+  type LanguageModelV3, type LanguageModelV3Message, type LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import type { ChatModel, FinishReason, ModelMessage, ModelStreamPart, ModelUsage } from "../runtime/model.js";
 import { ModelError } from "../runtime/model-error.js";
 import { registerProviderCancel, type ProviderCancelOptions } from "./provider-cancel.js";
@@ -131,6 +137,11 @@ function classify(error: unknown, signal: AbortSignal): unknown {
       return error.isRetryable && fromStatus.kind === "rejected" ? new ModelError("retryable", fromStatus.message, { status: error.statusCode, cause: error }) : fromStatus;
     }
     return new ModelError(error.isRetryable ? "retryable" : "rejected", "The model provider could not be reached.", { cause: error });
+  }
+  // Raised by the provider package itself before any request (a missing key, an unknown model):
+  // its own message names the setting, never a secret or an upstream body.
+  if (LoadAPIKeyError.isInstance(error) || LoadSettingError.isInstance(error) || NoSuchModelError.isInstance(error) || UnsupportedFunctionalityError.isInstance(error)) {
+    return new ModelError("rejected", `The model is not set up: ${error.message}`, { cause: error });
   }
   return new ModelError("rejected", "The model failed.", { cause: error });
 }

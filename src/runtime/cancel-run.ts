@@ -1,7 +1,8 @@
 import { createId, isId, isTerminalStatus, TidemarkError, type Clock, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Cluster } from "../cluster/index.js";
-import type { Store } from "../store/index.js";
+import type { AcceptedCancelRecord, Store } from "../store/index.js";
 import { emitTerminal } from "./execute-run.js";
+import type { Logger } from "./logger.js";
 import type { PendingCancels } from "./pending-cancels.js";
 import { CancelRequestedError } from "./run-errors.js";
 import type { RunExecution } from "./run-execution.js";
@@ -21,6 +22,7 @@ export interface CancelRunContext {
   store: Store;
   clock: Clock;
   observer: RuntimeObserver;
+  logger: Logger;
   /** Runs being executed by this process, by {@link runKey}. */
   active: ReadonlyMap<string, RunExecution>;
   pendingCancels: PendingCancels;
@@ -34,7 +36,7 @@ export interface CancelRunContext {
 
 /** Accepts a cancel (STOP) for one run; never refused for a stale version. */
 export async function cancelRun(context: CancelRunContext, tenantId: string, runId: string, reason: string): Promise<CancelRunResult> {
-  const { store, clock, observer } = context;
+  const { store, clock } = context;
   const key = runKey(tenantId, runId);
   const execution = context.active.get(key);
   const pendingStep = execution?.activeStep ?? null;
@@ -61,6 +63,8 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
       now: clock.now(),
     });
   } catch (error) {
+    // The work is already stopped: the run ends failed, and says why (never silently, never "cancelled").
+    context.logger.error({ run_id: runId, error: String(error) }, "a Stop could not be recorded; the run ends as failed");
     markRecorded(false);
     throw error;
   }
@@ -68,6 +72,10 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
   if (result.kind === "not_found") {
     if (!isId(runId, "run")) throw new TidemarkError("run_not_found", "No such run.");
     context.pendingCancels.remember(tenantId, runId, reason, clock.now());
+    // The create may have landed after the store answered and looked for a remembered cancel
+    // before it was remembered: then apply it here. Whoever takes it applies it, once.
+    const created = await store.getRun(tenantId, runId);
+    if (created && context.pendingCancels.take(tenantId, runId, clock.now()) !== undefined) return cancelRun(context, tenantId, runId, reason);
     return { kind: "pending_creation", runId };
   }
   if (result.kind === "already_requested" && !execution && context.cluster) {
@@ -78,27 +86,62 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
     }
   }
   if (result.kind !== "accepted") return result;
+  await carryOutAcceptedCancel(context, execution, result, reason);
   const { run, thread, checkpoint } = result;
+  return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId };
+}
+
+/**
+ * Carries out a cancel the store accepted: the work stops (here, or through the cluster in the
+ * process that executes the run), the run's stream is told, and a run that never started ends.
+ */
+export async function carryOutAcceptedCancel(
+  context: CancelRunContext,
+  execution: RunExecution | undefined,
+  accepted: AcceptedCancelRecord,
+  reason: string,
+): Promise<void> {
+  const { store, clock, observer } = context;
+  const { run, thread, checkpoint } = accepted;
   const acceptedAt = run.cancelRequestedAt ?? clock.now();
   observer.onCancelAccepted?.(run);
-  const accepted = { reason, stateVersion: thread.stateVersion, checkpointId: checkpoint.checkpointId, kind: checkpoint.kind };
+  const announced = { reason, stateVersion: thread.stateVersion, checkpointId: checkpoint.checkpointId, kind: checkpoint.kind };
+  // Recorded before the work was stopped (a TERMINATE): stop it now, as a cancel from another process would be.
+  if (execution) stopExecution(execution, reason);
   if (!execution && context.cluster && !isTerminalStatus(run.status)) {
     // Another process executes the run: it stops the work and tells the stream, being the one
     // writer of the run's events.
-    await context.cluster.sendControl(cancelNotice(run, reason, accepted.stateVersion, accepted.checkpointId));
+    await context.cluster.sendControl(cancelNotice(run, reason, announced.stateVersion, announced.checkpointId));
   } else {
-    context.cluster?.unfollow(tenantId, runId);
+    context.cluster?.unfollow(run.tenantId, run.runId);
     const emit = context.emitter(run);
-    await announceCancel({ store, clock, emit }, execution, run, accepted);
+    await announceCancel({ store, clock, emit }, execution, run, announced);
     if (isTerminalStatus(run.status)) {
       // It never started: nothing to wait for.
       emitTerminal({ emit }, run, 0);
       observer.onCancelCompleted?.(run, clock.now() - acceptedAt);
-      if (!execution) await context.admitNext(tenantId, run.threadId);
+      if (!execution) await context.admitNext(run.tenantId, run.threadId);
     }
   }
   context.trace(run, "cancel_accepted", { reason, accepted_at: acceptedAt, accepted_state_version: thread.stateVersion });
-  return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId };
+}
+
+/**
+ * TERMINATE: deletes the thread and cancels every run of it in one store transaction (so a run
+ * created at the same moment is either cancelled with it or refused), then stops their work.
+ */
+export async function terminateThread(
+  context: CancelRunContext,
+  tenantId: string,
+  threadId: string,
+): Promise<{ cancelledRunIds: string[] } | undefined> {
+  const reason = "thread_terminated";
+  const result = await context.store.deleteThread({ tenantId, threadId, reason, createCheckpointId: () => createId("cp"), now: context.clock.now() });
+  if (result.kind === "thread_not_found") return undefined;
+  for (const accepted of result.cancels) {
+    await carryOutAcceptedCancel(context, context.active.get(runKey(tenantId, accepted.run.runId)), accepted, reason);
+  }
+  return { cancelledRunIds: [...result.cancels.map((accepted) => accepted.run.runId), ...result.stopping.map((run) => run.runId)] };
 }
 
 /** What a cancel accepted by the store says on the run's stream. */
@@ -152,10 +195,16 @@ export async function stopForAcceptedCancel(
   execution: RunExecution,
   accepted: AcceptedCancel,
 ): Promise<boolean> {
-  if (execution.stopCause !== null) return false;
-  execution.stopCause = { kind: "cancel", reason: accepted.reason, recorded: Promise.resolve(true) };
-  execution.scope.cancel(new CancelRequestedError(accepted.reason));
+  if (!stopExecution(execution, accepted.reason)) return false;
   await announceCancel({ ...context, emit: execution.emit }, execution, execution.run, accepted);
+  return true;
+}
+
+/** Stops a run's work for a cancel the store already recorded; false when it was already stopping. */
+function stopExecution(execution: RunExecution, reason: string): boolean {
+  if (execution.stopCause !== null) return false;
+  execution.stopCause = { kind: "cancel", reason, recorded: Promise.resolve(true) };
+  execution.scope.cancel(new CancelRequestedError(reason));
   return true;
 }
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { createId, hashJson, type MessageToolCall } from "../core/index.js";
+import { createId, hashJson, storableText, type MessageToolCall } from "../core/index.js";
 import type { StepDefinition } from "./plan.js";
 import { estimateTokens, type ModelMessage, type ModelToolDefinition, type ModelUsage } from "./model.js";
 import { publish } from "./publish.js";
@@ -112,9 +112,10 @@ async function generate(
       // Safe point between chunks: nothing reaches the stream after a cancel was accepted.
       if (signal.aborted) break;
       if (part.type === "text-delta") {
-        parts.push(part.text);
-        discarded.streamChars += part.text.length;
-        execution.emit({ type: "message.delta", run_id: run.runId, message_id: messageId, text: part.text });
+        const text = storableText(part.text);
+        parts.push(text);
+        discarded.streamChars += text.length;
+        execution.emit({ type: "message.delta", run_id: run.runId, message_id: messageId, text });
       } else if (part.type === "tool-call") {
         toolCalls.push(part.toolCall);
       } else {

@@ -95,6 +95,8 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
         discardedOutputTokens: discarded.discardedOutputTokens ?? 0,
         tokensEstimated: discarded.tokensEstimated ?? false,
       },
+      // Where the cancel was accepted by a process that does not execute the run, only this one knows the step.
+      pendingStep: execution.activeStep,
       now,
     });
     if (discarded.discardedStreamChars) {
@@ -118,8 +120,9 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
 
   if (current.status === "running") {
     // The work was stopped for a cancel the store could not record: a failure, never "cancelled".
+    const isCancelNotRecorded = execution.stopCause?.kind === "cancel";
     if (execution.stopCause?.kind === "cancel") execution.trace("cancel_not_recorded", { reason: execution.stopCause.reason });
-    const isProviderError = planError instanceof ModelFailedError;
+    const isProviderError = planError instanceof ModelFailedError && !isCancelNotRecorded;
     const modelError = isProviderError && ModelError.isInstance(planError.cause) ? planError.cause : undefined;
     const finished = await store.finishRun({
       tenantId: run.tenantId,
@@ -130,11 +133,15 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
       stats: discardedStats(execution),
       failureReason: isProviderError ? "provider_error" : "error",
       // ModelError messages are written to be safe (no key, no upstream body).
-      failureMessage: modelError?.message ?? (isProviderError ? "The model failed while generating." : "The run failed."),
+      failureMessage: isCancelNotRecorded
+        ? CANCEL_NOT_RECORDED_MESSAGE
+        : (modelError?.message ?? (isProviderError ? "The model failed while generating." : "The run failed.")),
       now,
     });
     execution.trace("run_failed", { error: describe(planError) });
-    emitTerminal(execution, finished ?? (await store.getRun(run.tenantId, run.runId))!, 0);
+    const final = finished ?? (await store.getRun(run.tenantId, run.runId))!;
+    if (finished) logRunFailure(execution.logger, finished, describe(planError));
+    emitTerminal(execution, final, 0);
     return "failed";
   }
 
@@ -147,6 +154,21 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
   execution.logger.warn({ run_id: run.runId, status: current.status }, "run left in a non-terminal status");
   return "failed";
 }
+
+/**
+ * Logs a run's failure once, where it is decided, with the cause for the operator (a warning:
+ * a failing provider is the deployment's weather, not the server's fault).
+ */
+export function logRunFailure(logger: RunExecution["logger"], run: RunRecord, cause: string): void {
+  logger.warn(
+    { run_id: run.runId, thread_id: run.threadId, tenant_id: run.tenantId, reason: run.failureReason, message: run.failureMessage, cause },
+    "run failed",
+  );
+}
+
+/** What a run whose Stop stopped the work but could not be recorded says when it fails. */
+export const CANCEL_NOT_RECORDED_MESSAGE =
+  "The run was stopped, but the Stop could not be recorded, so it ends as failed; nothing after the Stop was published.";
 
 /** The counts of generation that was started and not published. */
 function discardedStats(execution: RunExecution): Partial<UsageStats> {

@@ -41,9 +41,22 @@ export class ModelError extends Error {
   static fromStatus(status: number, options: { retryAfterMs?: number; cause?: unknown } = {}): ModelError {
     if (status === 499) return new ModelError("cancelled", "The model provider cancelled the request.", { status, ...options });
     const isRetryable = status === 408 || status === 409 || status === 429 || status >= 500;
-    return new ModelError(isRetryable ? "retryable" : "rejected", `The model provider answered HTTP ${status}.`, { status, ...options });
+    const meaning = STATUS_MEANINGS[status];
+    return new ModelError(isRetryable ? "retryable" : "rejected", `The model provider answered HTTP ${status}${meaning ? ` (${meaning})` : ""}.`, {
+      status,
+      ...options,
+    });
   }
 }
+
+/** What an upstream status most likely means, said without anything from the upstream body. */
+const STATUS_MEANINGS: Readonly<Record<number, string>> = {
+  400: "it refused the request",
+  401: "the API key is missing or was refused",
+  403: "the API key may not use this model",
+  404: "no such model or endpoint",
+  429: "rate limited or out of quota",
+};
 
 /** Parses a Retry-After header (seconds or an HTTP date) into ms. */
 export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {

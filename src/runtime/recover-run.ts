@@ -1,6 +1,7 @@
 import type { RunEventDraft, RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
-import { emitTerminal } from "./execute-run.js";
+import { emitTerminal, logRunFailure } from "./execute-run.js";
+import type { Logger } from "./logger.js";
 
 /** What recovery needs from the runtime. */
 export interface RecoveryContext {
@@ -9,6 +10,7 @@ export interface RecoveryContext {
   /** The recoverer: it takes the lost attempt's lease first, so no other recoverer acts on it. */
   owner: string;
   leaseMs: number;
+  logger: Logger;
   /** Claims and executes a queued run on this process. */
   launch(run: RunRecord): void;
   trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
@@ -60,7 +62,10 @@ export async function recoverRun(run: RunRecord, context: RecoveryContext): Prom
     failureReason: "worker_lost",
     failureMessage: "The process running this run stopped before it finished.",
   });
-  if (failed) await ended(context, failed, "failed");
+  if (failed) {
+    logRunFailure(context.logger, failed, `the lease of attempt ${run.attempt} (${run.leaseOwner ?? "no owner"}) expired`);
+    await ended(context, failed, "failed");
+  }
   return failed !== undefined;
 }
 

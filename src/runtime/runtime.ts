@@ -6,7 +6,7 @@ import type { Tool } from "../tools/tool.js";
 import { Approvals } from "./approvals.js";
 import { runInBackground } from "./background.js";
 import { abortableDelay } from "./cancel-scope.js";
-import { cancelRun, type CancelRunContext, type CancelRunResult } from "./cancel-run.js";
+import { cancelRun, terminateThread, type CancelRunContext, type CancelRunResult } from "./cancel-run.js";
 import { ClusterWorker } from "./cluster-worker.js";
 import { forwardDecision } from "./forward-decision.js";
 import { titleFromText } from "./demo-model.js";
@@ -264,17 +264,9 @@ export class Runtime {
     return run;
   }
 
-  /** TERMINATE: cancels every run of the thread and deletes it; undefined if not found. */
-  async terminateThread(tenantId: string, threadId: string): Promise<{ cancelledRunIds: string[] } | undefined> {
-    const thread = await this.store.getThread(tenantId, threadId);
-    if (!thread) return undefined;
-    const cancelledRunIds: string[] = [];
-    for (const run of await this.store.listActiveRuns(tenantId, threadId)) {
-      const result = await this.cancelRun(tenantId, run.runId, "thread_terminated");
-      if (result.kind === "accepted" || result.kind === "already_requested") cancelledRunIds.push(run.runId);
-    }
-    await this.store.deleteThread(tenantId, threadId, this.#clock.now());
-    return { cancelledRunIds };
+  /** TERMINATE: deletes the thread and cancels every run of it, atomically; undefined if not found. */
+  terminateThread(tenantId: string, threadId: string): Promise<{ cancelledRunIds: string[] } | undefined> {
+    return terminateThread(this.#context, tenantId, threadId);
   }
 
   /**
@@ -296,6 +288,7 @@ export class Runtime {
           now: this.#clock.now(),
           owner: this.workerId,
           leaseMs: this.#leaseMs,
+          logger: this.#logger,
           launch: (queued) => this.#launch(queued),
           trace: (traced, kind, data) => this.#trace(traced, kind, data),
           emitter: (ended) => this.#continuingEmitter(ended),

@@ -68,23 +68,28 @@ export async function startRun(context: StartRunContext, request: StartRunReques
   const resumeVersion = request.resumeFromCheckpointId === undefined ? undefined : await checkResumePoint(context.store, request);
   const effective = { ...request, expectedStateVersion: request.expectedStateVersion ?? resumeVersion };
   await context.confirmUnknownOperations(request.tenantId, request.threadId);
-  try {
-    return await createRun(context, effective);
-  } catch (error) {
-    if (request.multitask !== "interrupt" || !TidemarkError.isInstance(error) || error.code !== "run_in_progress") throw error;
-    // interrupt: cancel the active run, wait until it has really stopped, then start on what it left.
-    const activeRunId = error.details.active_run_id as string;
-    const cancelled = await context.cancelRun(request.tenantId, activeRunId, "interrupted_by_new_run");
-    const ended = await context.waitForTerminal(request.tenantId, activeRunId, 30_000);
-    if (!ended || !isTerminalStatus(ended.status)) throw error;
-    const builtOn = cancelled.kind === "accepted" ? cancelled.acceptedStateVersion : undefined;
-    return createRun(context, {
-      ...effective,
+  let attempt = effective;
+  for (let interrupts = 0; ; interrupts++) {
+    try {
+      return await createRun(context, attempt);
+    } catch (error) {
+      const isBusy = TidemarkError.isInstance(error) && error.code === "run_in_progress";
+      if (request.multitask !== "interrupt" || !isBusy || interrupts >= MAX_INTERRUPTS) throw error;
+      // interrupt: cancel the active run, wait until it has really stopped, then start on what it
+      // left. Another interrupting create may have started its run meanwhile: interrupt that one too.
+      const activeRunId = error.details.active_run_id as string;
+      const cancelled = await context.cancelRun(request.tenantId, activeRunId, "interrupted_by_new_run");
+      const ended = await context.waitForTerminal(request.tenantId, activeRunId, 30_000);
+      if (!ended || !isTerminalStatus(ended.status)) throw error;
+      const builtOn = cancelled.kind === "accepted" ? cancelled.acceptedStateVersion : undefined;
       // The version was current before the interrupt; the cancel it asked for moved it by one.
-      expectedStateVersion: effective.expectedStateVersion === undefined ? undefined : (builtOn ?? effective.expectedStateVersion),
-    });
+      attempt = { ...attempt, expectedStateVersion: attempt.expectedStateVersion === undefined ? undefined : (builtOn ?? attempt.expectedStateVersion) };
+    }
   }
 }
+
+/** How many active runs one interrupting create cancels before it gives up (others keep starting runs). */
+const MAX_INTERRUPTS = 5;
 
 /**
  * What a client whose version is stale may do: reload, or branch from the point it built on
@@ -138,10 +143,13 @@ async function createRun(context: StartRunContext, request: StartRunRequest): Pr
     now: clock.now(),
   });
   switch (result.kind) {
-    case "enqueued":
+    case "enqueued": {
       context.trace(result.run, "run_enqueued", { idempotency_key: result.run.idempotencyKey, behind: result.thread.activeRunId });
       hub.ensure(result.run.tenantId, result.run.runId, result.run.attempt);
-      return { run: result.run, isNew: true };
+      // A Stop pressed before this create arrived ends the waiting run before it is ever admitted.
+      const cancelled = await applyPendingCancel(context, result.run);
+      return { run: cancelled ?? result.run, isNew: true };
+    }
     case "existing":
       return { run: result.run, isNew: false };
     case "key_reused":
@@ -171,14 +179,19 @@ async function createRun(context: StartRunContext, request: StartRunRequest): Pr
   const { run, thread } = result;
   context.trace(run, "run_created", { idempotency_key: run.idempotencyKey, request_hash: requestHash, base_checkpoint_id: run.baseCheckpointId });
   if (thread.title === null && request.input) context.saveTitle(thread, request.input.content);
-  const pendingReason = context.pendingCancels.take(run.tenantId, run.runId, clock.now());
-  if (pendingReason !== undefined) {
-    await context.cancelRun(run.tenantId, run.runId, pendingReason);
-    return { run: (await store.getRun(run.tenantId, run.runId))!, isNew: true };
-  }
+  const cancelled = await applyPendingCancel(context, run);
+  if (cancelled) return { run: cancelled, isNew: true };
   if (run.onDisconnect === "cancel") context.disconnectWatch.watch(run.tenantId, run.runId);
   // The buffer exists before the reply, so a client that subscribes at once waits for events.
   hub.ensure(run.tenantId, run.runId, run.attempt);
   context.launch(run);
   return { run, isNew: true };
+}
+
+/** Applies a cancel that was pressed before the run existed (DESIGN §8); the run as it then stands, or undefined if there was none. */
+async function applyPendingCancel(context: StartRunContext, run: RunRecord): Promise<RunRecord | undefined> {
+  const reason = context.pendingCancels.take(run.tenantId, run.runId, context.clock.now());
+  if (reason === undefined) return undefined;
+  await context.cancelRun(run.tenantId, run.runId, reason);
+  return (await context.store.getRun(run.tenantId, run.runId))!;
 }

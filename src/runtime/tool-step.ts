@@ -1,4 +1,4 @@
-import { createId, hashJson, type MessageToolCall, type OperationRecord } from "../core/index.js";
+import { createId, hashJson, storableText, type MessageToolCall, type OperationRecord } from "../core/index.js";
 import type { ConsequentialTool, ReadTool, ToolContext } from "../tools/tool.js";
 import type { CancelScope } from "./cancel-scope.js";
 import { publish } from "./publish.js";
@@ -179,11 +179,12 @@ async function publishResult(
   execution: RunExecution,
   stepId: string,
   call: MessageToolCall,
-  content: string,
+  result: string,
   isError: boolean,
   isReused = false,
 ): Promise<ToolOutcome> {
   const messageId = createId("msg");
+  const content = storableText(result);
   await publish(execution, {
     messageId,
     role: "tool",

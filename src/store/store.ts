@@ -49,6 +49,33 @@ export interface ForkThreadInput {
   now: number;
 }
 
+export interface DeleteThreadInput {
+  tenantId: string;
+  threadId: string;
+  /** The cancel reason written on every run the delete stops. */
+  reason: string;
+  /** A new id for each cancel checkpoint the delete writes. */
+  createCheckpointId: () => string;
+  now: number;
+}
+
+/** A cancel accepted in the store: the run, and the thread and checkpoint it moved to. */
+export interface AcceptedCancelRecord {
+  run: RunRecord;
+  thread: ThreadRecord;
+  checkpoint: CheckpointRecord;
+}
+
+export type DeleteThreadResult =
+  /**
+   * Deleted, in one transaction with a cancel of each of its runs: `cancels` are the runs it
+   * stopped (a queued or waiting one is `cancelled` at once; a started one `cancel_requested`
+   * until its worker stops), `stopping` those whose cancel was accepted before.
+   */
+  | { kind: "deleted"; cancels: AcceptedCancelRecord[]; stopping: RunRecord[] }
+  /** Unknown, foreign, or already deleted. */
+  | { kind: "thread_not_found" };
+
 export type ForkThreadResult =
   /** Two rows written (the branch and its `fork_created` checkpoint), whatever the prefix's length. */
   | { kind: "forked"; thread: ThreadRecord; checkpoint: CheckpointRecord }
@@ -175,7 +202,7 @@ export interface RequestCancelInput {
 
 export type RequestCancelResult =
   /** Accepted now: the thread moved one version; `run.status` is `cancel_requested`, or `cancelled` for a run that never started. */
-  | { kind: "accepted"; run: RunRecord; thread: ThreadRecord; checkpoint: CheckpointRecord }
+  | ({ kind: "accepted" } & AcceptedCancelRecord)
   /** A cancel was already accepted and the run has not stopped yet. */
   | { kind: "already_requested"; run: RunRecord }
   | { kind: "already_terminal"; run: RunRecord }
@@ -192,6 +219,12 @@ export interface FinishRunInput {
   failureMessage?: string;
   /** With `to: "cancelled"`: the discarded generation, written once into the cancel checkpoint. */
   cancelledGeneration?: CancelledGeneration;
+  /**
+   * With `to: "cancelled"`: the step the cancel caught, as the executing worker knows it. Written
+   * into the cancel checkpoint only when it names none (the cancel was accepted by a process that
+   * was not executing the run), with the resume policy that follows from it.
+   */
+  pendingStep?: PendingStep | null;
   /** Fencing: only while the run is in this attempt. */
   attempt?: number;
   now: number;
@@ -350,8 +383,11 @@ export interface Store {
    * it without duplicates or gaps; a thread that changes meanwhile moves to the front.
    */
   listThreads(tenantId: string, options: ListThreadsOptions): Promise<ThreadRecord[]>;
-  /** Marks the thread deleted (its runs must already be stopping); false when not found. */
-  deleteThread(tenantId: string, threadId: string, now: number): Promise<boolean>;
+  /**
+   * TERMINATE in the store: marks the thread deleted and accepts a cancel of every run of it that
+   * is not stopping yet, in one transaction, so no run is left behind and none is admitted after.
+   */
+  deleteThread(input: DeleteThreadInput): Promise<DeleteThreadResult>;
   /** Saves the title in its own transaction, only if the thread has none yet. */
   saveTitle(tenantId: string, threadId: string, title: string, now: number): Promise<void>;
   /** Sets the title the user chose (not a transition: the version stays); undefined when not found. */

@@ -7,6 +7,7 @@ import type { RunEvent } from "../../src/core/index.js";
 import { createDemoModel, type ChatModel, type DemoModelOptions, type Logger } from "../../src/runtime/index.js";
 import { startTidemark, type Tidemark, type TidemarkOptions } from "../../src/start-tidemark.js";
 import { readSseEvents } from "../../src/stream/index.js";
+import { dropTestSchema, newTestSchemaName, TEST_PG_URL } from "../../src/testing/postgres-test-database.js";
 
 export interface Harness {
   tidemark: Tidemark;
@@ -24,11 +25,17 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** Which store a harness serves from: a SQLite file (default), or a PostgreSQL schema of its own in one `all` process. */
+export type HarnessStore = "sqlite" | "postgres";
+
 export async function startHarness(
-  options: Partial<TidemarkOptions> & { demo?: DemoModelOptions; model?: ChatModel } = {},
+  options: Partial<TidemarkOptions> & { demo?: DemoModelOptions; model?: ChatModel; storeKind?: HarnessStore } = {},
 ): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), "tidemark-test-"));
   const dbPath = join(dir, "tidemark.db");
+  const { storeKind = "sqlite", ...tidemarkOptions } = options;
+  const schema = storeKind === "postgres" ? newTestSchemaName("tm_http") : undefined;
+  const database = schema === undefined ? { dbPath } : { databaseUrl: TEST_PG_URL, databaseSchema: schema, databasePoolSize: 4 };
   // Background work reports failures through the logger: a test whose server logged one fails.
   const backgroundErrors: string[] = [];
   const logger: Logger = {
@@ -37,11 +44,11 @@ export async function startHarness(
     error: (data, message) => backgroundErrors.push(`${message}: ${JSON.stringify(data).slice(0, 500)}`),
   };
   const tidemark = await startTidemark({
-    dbPath,
+    ...database,
     port: 0,
     logger,
     model: options.model ?? createDemoModel({ wordsPerSecond: 200, wordCount: 40, ...options.demo }),
-    ...options,
+    ...tidemarkOptions,
   });
   const url = tidemark.url;
 
@@ -118,6 +125,7 @@ export async function startHarness(
     async close() {
       await tidemark.close();
       rmSync(dir, { recursive: true, force: true });
+      if (schema !== undefined) await dropTestSchema(schema);
       if (backgroundErrors.length > 0) throw new Error(`the server logged errors:\n${backgroundErrors.join("\n")}`);
     },
   };

@@ -114,6 +114,11 @@ export class StoreFixture {
     ...overrides,
   });
 
+  /** TERMINATE in the store; true when the thread was there to delete. */
+  deleteThread = async (tenantId: string, threadId: string): Promise<boolean> =>
+    (await this.store.deleteThread({ tenantId, threadId, reason: "thread_terminated", createCheckpointId: () => createId("cp"), now: this.tick() })).kind ===
+    "deleted";
+
   cancel = (run: RunRecord, reason = "user_stop") =>
     this.store.requestCancel({
       tenantId: run.tenantId,

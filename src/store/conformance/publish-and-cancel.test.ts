@@ -3,6 +3,7 @@
  * checkpoint on the previous head, and compare-and-set decides the race with a cancel.
  */
 import { describe, expect, it } from "vitest";
+import { createId } from "../../core/index.js";
 import { adapters } from "./adapters.js";
 import { expectKind, StoreFixture, TENANT } from "./fixtures.js";
 
@@ -183,5 +184,38 @@ describe.each(adapters)("requestCancel ($name)", (adapter) => {
   it("answers not_found for an unknown run", async () => {
     const run = await runningRun();
     expect((await cancel({ ...run, runId: "run_missing" })).kind).toBe("not_found");
+  });
+
+  it("takes the step a cancel accepted elsewhere caught from the worker that finishes the run", async () => {
+    const run = await runningRun();
+    // Accepted by a process that does not execute the run: it cannot name the step.
+    const accepted = expectKind(
+      await store.requestCancel({ tenantId: TENANT, runId: run.runId, reason: "user_stop", checkpointId: createId("cp"), pendingStep: null, now: tick() }),
+      "accepted",
+    );
+    const toolStep = { stepId: "model-1/call-1", kind: "tool" as const, inputHash: "h2" };
+
+    await store.finishRun({ tenantId: TENANT, runId: run.runId, to: "cancelled", from: ["cancel_requested"], stats: {}, pendingStep: toolStep, now: tick() });
+
+    const checkpoint = (await store.listCheckpoints(TENANT, run.threadId)).find((each) => each.checkpointId === accepted.checkpoint.checkpointId);
+    expect(checkpoint).toMatchObject({ pendingStep: toolStep, resumePolicy: "reuse_tool_result", stateVersion: accepted.checkpoint.stateVersion });
+  });
+
+  it("keeps the step named when the cancel was accepted", async () => {
+    const run = await runningRun();
+    const accepted = expectKind(await cancel(run), "accepted");
+
+    await store.finishRun({
+      tenantId: TENANT,
+      runId: run.runId,
+      to: "cancelled",
+      from: ["cancel_requested"],
+      stats: {},
+      pendingStep: { stepId: "other", kind: "tool", inputHash: "h9" },
+      now: tick(),
+    });
+
+    const checkpoint = (await store.listCheckpoints(TENANT, run.threadId)).find((each) => each.checkpointId === accepted.checkpoint.checkpointId);
+    expect(checkpoint).toMatchObject({ pendingStep: { stepId: "step-1", kind: "model", inputHash: "h1" }, resumePolicy: "regenerate_pending_step" });
   });
 });

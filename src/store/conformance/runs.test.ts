@@ -36,11 +36,51 @@ describe.each(adapters)("threads ($name)", (adapter) => {
   it("deleteThread hides the thread and refuses new runs on it", async () => {
     const thread = await newThread();
 
-    expect(await store.deleteThread(TENANT, thread.threadId, tick())).toBe(true);
+    expect(await fx.deleteThread(TENANT, thread.threadId)).toBe(true);
 
     expect(await store.getThread(TENANT, thread.threadId)).toBeUndefined();
-    expect(await store.deleteThread(TENANT, thread.threadId, tick())).toBe(false);
+    expect(await fx.deleteThread(TENANT, thread.threadId)).toBe(false);
     expect((await store.createRun(runInput(thread.threadId))).kind).toBe("thread_not_found");
+  });
+
+  it("deleteThread cancels every run of the thread in the same transaction", async () => {
+    const running = await runningRun();
+    const { threadId } = running;
+    const waiting = expectKind(await store.createRun(runInput(threadId, { enqueue: true })), "enqueued").run;
+    const before = (await store.getThread(TENANT, threadId))!;
+
+    const deleted = await store.deleteThread({ tenantId: TENANT, threadId, reason: "thread_terminated", createCheckpointId: () => createId("cp"), now: tick() });
+
+    expect(deleted.kind).toBe("deleted");
+    if (deleted.kind !== "deleted") return;
+    expect(deleted.stopping).toEqual([]);
+    expect(deleted.cancels.map((cancel) => [cancel.run.runId, cancel.run.status])).toEqual([
+      [running.runId, "cancel_requested"],
+      [waiting.runId, "cancelled"],
+    ]);
+    // One transition per accepted cancel, each on the previous one.
+    expect(deleted.cancels.map((cancel) => cancel.checkpoint.stateVersion)).toEqual([before.stateVersion + 1, before.stateVersion + 2]);
+    for (const cancel of deleted.cancels) expect(cancel.run).toMatchObject({ cancelReason: "thread_terminated", cancelCheckpointId: cancel.checkpoint.checkpointId });
+    expect(await store.admitNextRun(TENANT, threadId, createId("cp"), tick())).toBeUndefined();
+    expect((await store.createRun(runInput(threadId, { enqueue: true }))).kind).toBe("thread_not_found");
+    // The worker's stop still ends the started run.
+    const ended = await store.finishRun({ tenantId: TENANT, runId: running.runId, to: "cancelled", from: ["cancel_requested"], stats: {}, now: tick() });
+    expect(ended?.status).toBe("cancelled");
+  });
+
+  it("deleteThread leaves a run whose cancel was already accepted to stop as it is", async () => {
+    const running = await runningRun();
+    await cancel(running);
+
+    const deleted = await store.deleteThread({
+      tenantId: TENANT,
+      threadId: running.threadId,
+      reason: "thread_terminated",
+      createCheckpointId: () => createId("cp"),
+      now: tick(),
+    });
+
+    expect(deleted).toMatchObject({ kind: "deleted", cancels: [], stopping: [{ runId: running.runId, status: "cancel_requested", cancelReason: "user_stop" }] });
   });
 
   it("saveTitle keeps the first title", async () => {

@@ -31,7 +31,7 @@ describe.each(adapters)("tenant scoping ($name)", (adapter) => {
     expect(expectKind(await store.publishMessage(publishInput(foreign)), "rejected").run).toBeUndefined();
     expect((await cancel(foreign)).kind).toBe("not_found");
     expect(await store.finishRun({ tenantId: OTHER_TENANT, runId: run.runId, to: "failed", from: ["running"], stats: {}, now: tick() })).toBeUndefined();
-    expect(await store.deleteThread(OTHER_TENANT, run.threadId, tick())).toBe(false);
+    expect(await fx.deleteThread(OTHER_TENANT, run.threadId)).toBe(false);
     await store.saveTitle(OTHER_TENANT, run.threadId, "stolen", tick());
 
     expect(await snapshot(TENANT, run.threadId, run.runId)).toEqual(before);

@@ -10,6 +10,8 @@ import type {
   CreateRunInput,
   CreateRunResult,
   CreateThreadInput,
+  DeleteThreadInput,
+  DeleteThreadResult,
   DeleteMessageInput,
   DeleteMessageResult,
   FinishOperationInput,
@@ -127,8 +129,8 @@ class PostgresStore implements Store {
     return listThreads(this.#context, tenantId, options);
   }
 
-  async deleteThread(tenantId: string, threadId: string, now: number): Promise<boolean> {
-    return deleteThread(this.#context, tenantId, threadId, now);
+  async deleteThread(input: DeleteThreadInput): Promise<DeleteThreadResult> {
+    return deleteThread(this.#context, input);
   }
 
   async saveTitle(tenantId: string, threadId: string, title: string, now: number): Promise<void> {

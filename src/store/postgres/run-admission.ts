@@ -11,6 +11,9 @@ import type { PgContext } from "./pg-context.js";
  */
 export async function createRun(context: PgContext, input: CreateRunInput): Promise<CreateRunResult> {
   return context.transaction(async (tx): Promise<CreateRunResult> => {
+    // The thread's row is locked first: the same create arriving twice at once waits here for
+    // the first, then finds its run below (not the thread busy with it).
+    const thread = await tx.thread(input.tenantId, input.threadId);
     const earlier =
       (await tx.run(input.tenantId, input.runId)) ??
       (input.idempotencyKey ? await findRunByIdempotencyKey(tx, input.tenantId, input.idempotencyKey) : undefined);
@@ -19,7 +22,6 @@ export async function createRun(context: PgContext, input: CreateRunInput): Prom
         ? { kind: "existing", run: earlier }
         : { kind: "key_reused", run: earlier };
     }
-    const thread = await tx.thread(input.tenantId, input.threadId);
     if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
     // The version check comes first: a stale client learns it is stale even on a busy thread.
     if (input.expectedStateVersion !== null && input.expectedStateVersion !== thread.stateVersion) {

@@ -1,5 +1,5 @@
 /** A run's life after creation in the PostgreSQL adapter: claim, transitions, publication, cancel and finish. */
-import { addStats, canTransition, isCancellable, isTerminalStatus, type MessageRecord, type RunRecord } from "../../core/index.js";
+import { addStats, canTransition, isCancellable, isTerminalStatus, resumePolicyAfterCancel, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
 import type {
   ClaimRunInput,
   FinishRunInput,
@@ -108,34 +108,45 @@ export async function requestCancel(context: PgContext, input: RequestCancelInpu
     if (isTerminalStatus(run.status)) return { kind: "already_terminal", run };
     if (!isCancellable(run.status)) return { kind: "already_requested", run };
     const thread = (await tx.thread(input.tenantId, run.threadId))!;
-    // A run that never started stops at once; otherwise the worker confirms the stop.
-    const neverStarted = run.status === "queued";
-    const advanced = await tx.advanceThread(
-      thread,
-      {
-        checkpointId: input.checkpointId,
-        kind: "cancel_accepted",
-        runId: run.runId,
-        pendingStep: input.pendingStep,
-        // A Stop in a tool step keeps the results already in; one in a model step regenerates it.
-        resumePolicy: input.pendingStep?.kind === "tool" ? "reuse_tool_result" : "regenerate_pending_step",
-        createdAt: input.now,
-      },
-      // A waiting (enqueued) run is not the active one: the active run is left alone.
-      neverStarted && thread.activeRunId === run.runId ? { activeRunId: null } : {},
-    );
-    const columns = {
-      is_waiting: 0,
-      cancel_requested_at: input.now,
-      cancel_reason: input.reason,
-      cancel_state_version: advanced.thread.stateVersion,
-      cancel_checkpoint_id: input.checkpointId,
-      state_version: advanced.thread.stateVersion,
-      ...(neverStarted ? { ended_at: input.now } : {}),
-    };
-    const updated = await tx.setRunStatus(run, neverStarted ? "cancelled" : "cancel_requested", input.now, columns);
-    return { kind: "accepted", run: updated, thread: advanced.thread, checkpoint: advanced.checkpoint };
+    return { kind: "accepted", ...(await acceptCancel(tx, run, thread, input)) };
   });
+}
+
+/**
+ * Records an accepted cancel of a cancellable `run` inside the caller's transaction: a run that
+ * never started stops at once; otherwise it is `cancel_requested` until its worker confirms.
+ */
+export async function acceptCancel(
+  tx: PgContext,
+  run: RunRecord,
+  thread: ThreadRecord,
+  input: Pick<RequestCancelInput, "reason" | "checkpointId" | "pendingStep" | "now">,
+): Promise<{ run: RunRecord; thread: ThreadRecord; checkpoint: CheckpointRecord }> {
+  const neverStarted = run.status === "queued";
+  const advanced = await tx.advanceThread(
+    thread,
+    {
+      checkpointId: input.checkpointId,
+      kind: "cancel_accepted",
+      runId: run.runId,
+      pendingStep: input.pendingStep,
+      resumePolicy: resumePolicyAfterCancel(input.pendingStep),
+      createdAt: input.now,
+    },
+    // A waiting (enqueued) run is not the active one: the active run is left alone.
+    neverStarted && thread.activeRunId === run.runId ? { activeRunId: null } : {},
+  );
+  const columns = {
+    is_waiting: 0,
+    cancel_requested_at: input.now,
+    cancel_reason: input.reason,
+    cancel_state_version: advanced.thread.stateVersion,
+    cancel_checkpoint_id: input.checkpointId,
+    state_version: advanced.thread.stateVersion,
+    ...(neverStarted ? { ended_at: input.now } : {}),
+  };
+  const updated = await tx.setRunStatus(run, neverStarted ? "cancelled" : "cancel_requested", input.now, columns);
+  return { run: updated, thread: advanced.thread, checkpoint: advanced.checkpoint };
 }
 
 /** Moves a run to a terminal status, settling its stats and the thread's active run. */
@@ -161,6 +172,13 @@ export async function finishRun(context: PgContext, input: FinishRunInput): Prom
         `UPDATE checkpoints SET cancelled_generation = ?
          WHERE tenant_id = ? AND checkpoint_id = ? AND cancelled_generation IS NULL`,
       ).run(JSON.stringify(input.cancelledGeneration), run.tenantId, run.cancelCheckpointId);
+    }
+    if (input.pendingStep && run.cancelCheckpointId) {
+      // The worker names the step a cancel accepted elsewhere caught; a step named at acceptance stays.
+      await tx.sql(
+        `UPDATE checkpoints SET pending_step = ?, resume_policy = ?
+         WHERE tenant_id = ? AND checkpoint_id = ? AND pending_step IS NULL`,
+      ).run(JSON.stringify(input.pendingStep), resumePolicyAfterCancel(input.pendingStep), run.tenantId, run.cancelCheckpointId);
     }
     return tx.setRunStatus(run, input.to, input.now, {
       stats: JSON.stringify(addStats(run.stats, input.stats)),

@@ -1,9 +1,14 @@
 /** Threads in the PostgreSQL adapter: creation, reads through a lineage, titles, deletion and forks. */
-import { emptyStats, type CheckpointRecord, type MessageRecord, type ThreadRecord } from "../../core/index.js";
-import type { CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions, ListThreadsOptions } from "../store.js";
+import { emptyStats, isCancellable, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
+import type {
+  AcceptedCancelRecord,
+  DeleteThreadInput,
+  DeleteThreadResult,
+  CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions, ListThreadsOptions } from "../store.js";
 import { prefixLength, readLineage, readLineageCheckpoints, readLineageMessages, type LineageLevel } from "./lineage.js";
-import { toCheckpoint, toThread } from "../rows.js";
+import { toCheckpoint, toRun, toThread } from "../rows.js";
 import type { PgContext } from "./pg-context.js";
+import { acceptCancel } from "./run-transitions.js";
 
 /** Creates a thread with its `thread_created` checkpoint at version 1. */
 export async function createThread(context: PgContext, input: CreateThreadInput): Promise<ThreadRecord> {
@@ -64,12 +69,34 @@ export async function listThreads(context: PgContext, tenantId: string, options:
   return rows.map(toThread);
 }
 
-/** Marks an active thread deleted; false when there was none. */
-export async function deleteThread(context: PgContext, tenantId: string, threadId: string, now: number): Promise<boolean> {
-  const result = await context.sql(
-    "UPDATE threads SET status = 'deleted', updated_at = ? WHERE tenant_id = ? AND thread_id = ? AND status = 'active'",
-  ).run(now, tenantId, threadId);
-  return result.changes === 1;
+/** Marks an active thread deleted and accepts a cancel of each of its runs, in one transaction. */
+export async function deleteThread(context: PgContext, input: DeleteThreadInput): Promise<DeleteThreadResult> {
+  return context.transaction(async (tx): Promise<DeleteThreadResult> => {
+    // The thread's row first: run creation and admission lock it too, so none slips in after.
+    let thread = await tx.thread(input.tenantId, input.threadId);
+    if (thread?.status !== "active") return { kind: "thread_not_found" };
+    const cancels: AcceptedCancelRecord[] = [];
+    const stopping: RunRecord[] = [];
+    const rows = await tx.sql(
+      `SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? AND status NOT IN ('completed', 'failed', 'cancelled')
+       ORDER BY created_at, run_id FOR UPDATE`,
+    ).all(input.tenantId, input.threadId);
+    for (const run of rows.map(toRun)) {
+      if (!isCancellable(run.status)) {
+        stopping.push(run);
+        continue;
+      }
+      const accepted = await acceptCancel(tx, run, thread, { ...input, checkpointId: input.createCheckpointId(), pendingStep: null });
+      cancels.push(accepted);
+      thread = accepted.thread;
+    }
+    await tx.sql("UPDATE threads SET status = 'deleted', updated_at = ? WHERE tenant_id = ? AND thread_id = ?").run(
+      input.now,
+      input.tenantId,
+      input.threadId,
+    );
+    return { kind: "deleted", cancels, stopping };
+  });
 }
 
 /** Sets the thread's title once; a later title never overwrites it. */

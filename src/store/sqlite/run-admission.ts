@@ -8,6 +8,8 @@ import type { SqliteContext } from "./sqlite-context.js";
 /** Creates a run: existing, enqueued, resumed or started with its input accepted. */
 export function createRun(context: SqliteContext, input: CreateRunInput): CreateRunResult {
   const tx = context.db.transaction((): CreateRunResult => {
+    // The same order as the PostgreSQL adapter, which locks the thread before it looks for the same run.
+    const thread = context.thread(input.tenantId, input.threadId);
     const earlier =
       context.run(input.tenantId, input.runId) ??
       (input.idempotencyKey ? findRunByIdempotencyKey(context, input.tenantId, input.idempotencyKey) : undefined);
@@ -16,7 +18,6 @@ export function createRun(context: SqliteContext, input: CreateRunInput): Create
         ? { kind: "existing", run: earlier }
         : { kind: "key_reused", run: earlier };
     }
-    const thread = context.thread(input.tenantId, input.threadId);
     if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
     // The version check comes first: a stale client learns it is stale even on a busy thread.
     if (input.expectedStateVersion !== null && input.expectedStateVersion !== thread.stateVersion) {

@@ -1,8 +1,14 @@
 /** Threads in the SQLite adapter: creation, reads through a lineage, titles, deletion and forks. */
-import { emptyStats, type CheckpointRecord, type MessageRecord, type ThreadRecord } from "../../core/index.js";
-import type { CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions, ListThreadsOptions } from "../store.js";
+import { emptyStats, isCancellable, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
+import type {
+  AcceptedCancelRecord,
+  DeleteThreadInput,
+  DeleteThreadResult,
+  CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions, ListThreadsOptions } from "../store.js";
 import { prefixLength, readLineage, readLineageCheckpoints, readLineageMessages, type LineageLevel } from "./lineage.js";
 import { toCheckpoint, toThread, type Row } from "../rows.js";
+import { listActiveRuns } from "./run-queries.js";
+import { acceptCancel } from "./run-transitions.js";
 import type { SqliteContext } from "./sqlite-context.js";
 
 /** Creates a thread with its `thread_created` checkpoint at version 1. */
@@ -65,12 +71,30 @@ export function listThreads(context: SqliteContext, tenantId: string, options: L
   return (rows as Row[]).map(toThread);
 }
 
-/** Marks an active thread deleted; false when there was none. */
-export function deleteThread(context: SqliteContext, tenantId: string, threadId: string, now: number): boolean {
-  const result = context.sql(
-    "UPDATE threads SET status = 'deleted', updated_at = ? WHERE tenant_id = ? AND thread_id = ? AND status = 'active'",
-  ).run(now, tenantId, threadId);
-  return result.changes === 1;
+/** Marks an active thread deleted and accepts a cancel of each of its runs, in one transaction. */
+export function deleteThread(context: SqliteContext, input: DeleteThreadInput): DeleteThreadResult {
+  const tx = context.db.transaction((): DeleteThreadResult => {
+    let thread = context.thread(input.tenantId, input.threadId);
+    if (thread?.status !== "active") return { kind: "thread_not_found" };
+    const cancels: AcceptedCancelRecord[] = [];
+    const stopping: RunRecord[] = [];
+    for (const run of listActiveRuns(context, input.tenantId, input.threadId)) {
+      if (!isCancellable(run.status)) {
+        stopping.push(run);
+        continue;
+      }
+      const accepted = acceptCancel(context, run, thread, { ...input, checkpointId: input.createCheckpointId(), pendingStep: null });
+      cancels.push(accepted);
+      thread = accepted.thread;
+    }
+    context.sql("UPDATE threads SET status = 'deleted', updated_at = ? WHERE tenant_id = ? AND thread_id = ?").run(
+      input.now,
+      input.tenantId,
+      input.threadId,
+    );
+    return { kind: "deleted", cancels, stopping };
+  });
+  return tx();
 }
 
 /** Sets the thread's title once; a later title never overwrites it. */
