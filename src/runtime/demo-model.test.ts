@@ -303,8 +303,9 @@ describe("demo tools", () => {
 });
 
 describe("titles", () => {
-  it("uses the first six words of the first message, whitespace collapsed", () => {
-    expect(titleFromText("  How do I\n\tstop a run   without losing my work?")).toBe("How do I stop a run");
+  it("uses the first six words of the first message, whitespace collapsed, with an ellipsis when words were left out", () => {
+    expect(titleFromText("  How do I\n\tstop a run   without losing my work?")).toBe("How do I stop a run…");
+    expect(titleFromText("How do I stop a run")).toBe("How do I stop a run");
   });
 
   it("shortens a long title to 60 characters with an ellipsis", () => {
@@ -323,7 +324,7 @@ describe("titles", () => {
     const model = createDemoModel();
 
     await expect(model.title?.("Plan a trip to Lisbon in May please", { signal: new AbortController().signal })).resolves.toBe(
-      "Plan a trip to Lisbon in",
+      "Plan a trip to Lisbon in…",
     );
   });
 });

@@ -191,9 +191,11 @@ async function* streamDemoAnswer(
   yield { type: "finish", finishReason: turn.toolCall ? "tool-calls" : "stop", usage };
 }
 
-/** A heuristic title: the first words of the first user message. */
+/** A heuristic title: the first words of the first user message, with an ellipsis when that is not all of it. */
 export function titleFromText(text: string): string {
-  const words = text.replace(/\s+/g, " ").trim().split(" ").slice(0, 6).join(" ");
-  const title = words.length > 60 ? `${words.slice(0, 57)}…` : words;
+  const all = text.replace(/\s+/g, " ").trim().split(" ");
+  const words = all.slice(0, 6).join(" ");
+  // A title cut short says so: "Tell me a long story about" reads as if it were the whole request.
+  const title = words.length > 60 ? `${words.slice(0, 57)}…` : all.length > 6 ? `${words}…` : words;
   return title.length > 0 ? title : "New thread";
 }
