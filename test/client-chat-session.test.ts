@@ -196,7 +196,8 @@ describe("the chat session", () => {
     const session = createChatSession({ client: createTidemarkClient({ baseUrl: proxy.url }), stream: { retry: { initialDelayMs: 5, maxAttempts: 3 } } });
     sessions.push(session);
     await session.send(LONG);
-    await waitForSnapshot(session, (snapshot) => (snapshot.draft?.text.length ?? 0) > 10);
+    // The history read that follows the send has landed too (else closing the proxy races it).
+    await waitForSnapshot(session, (snapshot) => (snapshot.draft?.text.length ?? 0) > 10 && snapshot.history.length === 1);
     await proxy.close();
     const failed = await waitForSnapshot(session, (snapshot) => snapshot.connection.isFailed);
     expect(failed.connection.failure).toMatchObject({ reason: "unreachable", attempts: 3 });

@@ -13,7 +13,6 @@ import type { TidemarkClient } from "./api-client.js";
 import { canConnectionTransition } from "./connection-state.js";
 import { coalesce } from "./coalesce.js";
 import { createRunId } from "./create-run-id.js";
-import { deliverStop } from "./deliver-stop.js";
 import type { RunEventStreamOptions, StreamNotice } from "./event-stream.js";
 import { followResumePoint, resumePointFromCheckpoints, resumePointFromHistory, type ResumePoint } from "./resume-point.js";
 import { createRunFollower } from "./run-follower.js";
@@ -30,9 +29,10 @@ import {
   type SessionState,
 } from "./session-state.js";
 import { conflictFrom } from "./session-conflict.js";
-import { isStopPending, stopAfterRun, stopAnswered, stopPressed, stopUnanswered } from "./stop-state.js";
-import { TidemarkApiError } from "./tidemark-api-error.js";
+import { createSessionStop } from "./session-stop.js";
+import { stopAfterRun } from "./stop-state.js";
 import { TidemarkClientError } from "./tidemark-client-error.js";
+import { createWakeablePauses } from "./wakeable-pauses.js";
 import type { CancelView, MessageView, RunView, ThreadView } from "./wire-types.js";
 
 /** Options for {@link createChatSession}. */
@@ -45,7 +45,7 @@ export interface ChatSessionOptions {
 }
 
 /**
- * A chat session. An action the server refuses rejects with its {@link TidemarkApiError}; one the
+ * A chat session. An action the server refuses rejects with its `TidemarkApiError`; one the
  * session refuses itself (nothing was sent) with a {@link TidemarkClientError}, each with a stable `code`.
  */
 export interface ChatSession {
@@ -94,9 +94,7 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
   const refollows = new Map<string, number>();
   /** Aborted by close(). */
   const closed = new AbortController();
-  /** Pauses that end early once their condition holds (checked on every change). */
-  const pauses = new Set<{ isOver(): boolean; end(): void }>();
-  let stopping: { runId: string; done: Promise<CancelView | undefined> } | null = null;
+  const pauses = createWakeablePauses(closed.signal);
 
   const update = (next: SessionState): void => {
     if (next === state) return;
@@ -105,24 +103,8 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
     state = stop === next.stop ? next : { ...next, stop };
     snapshot = toSnapshot(state);
     for (const listener of listeners) listener(snapshot);
-    for (const pause of [...pauses]) if (pause.isOver()) pause.end();
+    pauses.changed();
   };
-  /** Resolves after `ms`, when `isOver()` holds after a change, or when the session closes. */
-  const pause = (ms: number, isOver: () => boolean): Promise<void> =>
-    new Promise((resolve) => {
-      const entry = {
-        isOver,
-        end() {
-          clearTimeout(timer);
-          pauses.delete(entry);
-          closed.signal.removeEventListener("abort", entry.end);
-          resolve();
-        },
-      };
-      const timer = setTimeout(entry.end, ms);
-      pauses.add(entry);
-      closed.signal.addEventListener("abort", entry.end, { once: true });
-    });
   const background = (work: Promise<unknown>): void => {
     work.catch((error: unknown) => update({ ...state, error: error instanceof Error ? error : new Error(String(error)) }));
   };
@@ -194,8 +176,8 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
       }
       run = await client.startRun(state.threadId!, { ...body, run_id: runId });
     } catch (error) {
-      const { draft, resumePoint, lastCancel } = before;
-      update({ ...state, run: reduceRun(state.run, { type: "start_failed" }), draft, resumePoint, lastCancel, conflict: conflictFrom(error, attempted) });
+      const { draft, resumePoint, lastCancel, stop: lastStop } = before;
+      update({ ...state, run: reduceRun(state.run, { type: "start_failed" }), draft, resumePoint, lastCancel, stop: lastStop, conflict: conflictFrom(error, attempted) });
       if (state.conflict) return undefined;
       throw error;
     }
@@ -206,56 +188,14 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
     return run;
   }
 
-  function stop(): Promise<CancelView | undefined> {
-    const runId = state.run.runId;
-    if (stopping !== null && stopping.runId === runId && isStopPending(state.stop)) return stopping.done;
-    if (runId === null || !runFlags(state.run).canStop) return Promise.resolve(undefined);
-    // From the moment Stop is pressed, the draft no longer grows: it can never be published.
-    const draft = state.draft?.status === "streaming" ? { ...state.draft, status: "stopped" as const } : state.draft;
-    update({ ...state, draft, stop: stopPressed(runId) });
-    const isAbandoned = (): boolean => state.run.runId !== runId;
-    const done = deliverStop({
-      client,
-      runId,
-      signal: closed.signal,
-      isAbandoned,
-      // The run's events said it ended: ask at once, and the reply says how (e.g. too late: completed).
-      pause: (ms) => pause(ms, () => isAbandoned() || runFlags(state.run).isTerminal),
-      onReply: (reply) => applyCancelReply(runId, reply),
-      onUnanswered: (error) => {
-        if (state.stop?.runId !== runId) return;
-        const failure = TidemarkApiError.isInstance(error) ? error.message : "The server cannot be reached.";
-        update({ ...state, stop: stopUnanswered(state.stop, failure) });
-      },
-    }).then(
-      (reply) => {
-        afterStop(runId);
-        return reply;
-      },
-      (error: unknown) => {
-        // Refused (e.g. the run is unknown) or abandoned: the Stop is not pending any more.
-        if (state.stop?.runId === runId && isStopPending(state.stop)) update({ ...state, stop: null });
-        throw error;
-      },
-    );
-    stopping = { runId, done };
-    return done;
-  }
-
-  function applyCancelReply(runId: string, reply: CancelView): void {
-    if (state.run.runId !== runId) return;
-    let next: SessionState = {
-      ...state,
-      lastCancel: reply,
-      run: reduceRun(state.run, { type: "cancel_reply", reply }),
-      stop: state.stop && stopAnswered(state.stop, reply),
-    };
-    if (!reply.already_terminal && reply.resume_checkpoint_id !== null && reply.accepted_state_version !== null) {
-      next = advanceThread(next, reply.accepted_state_version, reply.resume_checkpoint_id);
-      next.resumePoint = { checkpointId: reply.resume_checkpoint_id, stateVersion: reply.accepted_state_version };
-    }
-    update(next);
-  }
+  const stop = createSessionStop({
+    client,
+    getState: () => state,
+    update,
+    signal: closed.signal,
+    pause: pauses.pause,
+    onEnded: afterStop,
+  });
 
   /** The run has ended: a stream that was still trying to reach it has nothing left to follow; history is the truth. */
   function afterStop(runId: string): void {
