@@ -5,7 +5,7 @@
  * actions the server can carry out. All state comes from the client SDK's chat session.
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { TidemarkApiError, TidemarkClientError, type ThreadView } from "../../src/client/index.js";
+import { TidemarkApiError, type ThreadView } from "../../src/client/index.js";
 import { ApiKeyForm } from "./components/api-key-form.js";
 import { ApprovalBar } from "./components/approval-bar.js";
 import { BranchOrigin } from "./components/branch-origin.js";
@@ -18,12 +18,14 @@ import { ErrorNotice } from "./components/error-notice.js";
 import { StopNotice } from "./components/stop-notice.js";
 import { StoppedActions } from "./components/stopped-actions.js";
 import { ThreadList } from "./components/thread-list.js";
+import { composerHint } from "./composer-hint.js";
 import { createPageClient, storeApiKey, storedApiKey } from "./create-client.js";
 import { describeError } from "./describe-error.js";
 import { runStatusText } from "./run-status-text.js";
 import { stopView } from "./stop-view.js";
 import { threadTitle } from "./thread-title.js";
 import { useChatSession, type ThreadChange } from "./use-chat-session.js";
+import { usePerform } from "./use-perform.js";
 import { useRoute } from "./use-route.js";
 import { useThreadList } from "./use-thread-list.js";
 import { useThreadSummary } from "./use-thread-summary.js";
@@ -45,8 +47,7 @@ export function App() {
     [openThread, refreshThreads],
   );
   const { session, snapshot } = useChatSession(client, route.threadId, onThreadChange);
-  const [busyAction, setBusyAction] = useState<string | null>(null);
-  const [actionError, setActionError] = useState<string | null>(null);
+  const { busyAction, actionError, setActionError, perform } = usePerform();
   const [dismissedError, setDismissedError] = useState<Error | null>(null);
   const [shouldFocusStopped, setShouldFocusStopped] = useState(false);
   const [composerText, setComposerText] = useState("");
@@ -60,20 +61,6 @@ export function App() {
   useEffect(() => {
     if (snapshot?.threadId) refreshThreads();
   }, [listKey, refreshThreads, snapshot?.threadId]);
-
-  const perform = useCallback(async <T,>(name: string, work: () => Promise<T>): Promise<T | undefined> => {
-    setBusyAction(name);
-    setActionError(null);
-    try {
-      return await work();
-    } catch (error) {
-      // A session closed by a thread switch has nothing left to report here.
-      if (!(TidemarkClientError.isInstance(error) && error.code === "session_closed")) setActionError(describeError(error));
-      return undefined;
-    } finally {
-      setBusyAction(null);
-    }
-  }, []);
 
   const focusComposer = (): void => {
     requestAnimationFrame(() => composerInput.current?.focus());
@@ -186,18 +173,6 @@ export function App() {
   // While a Stop is unconfirmed its notice already says the server cannot be reached: one alert, not two.
   const backgroundError = snapshot?.error && snapshot.error !== dismissedError && !stops.isUnconfirmed ? describeError(snapshot.error) : null;
   const pendingApproval = run?.isAwaitingApproval ? run.pendingApproval : null;
-
-  const composerHint = !run
-    ? null
-    : snapshot?.conflict
-      ? "The thread changed elsewhere: reload it or start a branch first."
-      : stops.isPending || run.isCancelling
-        ? "Stopping… the thread can be used again as soon as the run has really stopped."
-        : run.isAwaitingApproval
-          ? "The run waits for your decision above. Stop also works."
-          : run.isRunning
-            ? "The answer is being written. Stop (or Esc) ends it; nothing unfinished is saved."
-            : null;
 
   return (
     <div className={`app${isDrawerOpen ? " drawer-open" : ""}`}>
@@ -321,7 +296,7 @@ export function App() {
           canSend={actions?.canSend === true && busyAction === null}
           canStop={actions?.canStop === true}
           isStopping={run?.isCancelling === true || stops.isPending}
-          hint={composerHint}
+          hint={composerHint(snapshot, stops)}
           onSend={onSend}
           onStop={onStop}
         >
