@@ -3,7 +3,10 @@
  * Codes are stable: add, never rename. `docs/errors.md` is generated from this table's shape.
  */
 export const ERROR_CODES = {
-  invalid_request: { status: 400, meaning: "The body, query or headers do not match the schema." },
+  invalid_request: {
+    status: 400,
+    meaning: "The body, query or headers do not match the schema, or a JSON body holds a NUL (U+0000) or nests deeper than 64 levels.",
+  },
   invalid_json: { status: 400, meaning: "The body is not valid JSON." },
   unauthorized: { status: 401, meaning: "Missing or unknown API key." },
   not_found: { status: 404, meaning: "No such route." },
@@ -37,8 +40,11 @@ export const ERROR_CODES = {
     status: 422,
     meaning: "last_seq is outside the run's stream, or no delta of the message was streamed at or before it.",
   },
+  malformed_request: { status: 400, meaning: "The request is not valid HTTP (the server could not parse it)." },
+  request_timeout: { status: 408, meaning: "The request was not received in time." },
   payload_too_large: { status: 413, meaning: "The body exceeds the size limit." },
   unsupported_media_type: { status: 415, meaning: "The body must be application/json." },
+  headers_too_large: { status: 431, meaning: "The request's headers exceed the server's limit." },
   internal_error: { status: 500, meaning: "An unexpected server failure; details are in the server log only." },
   shutting_down: { status: 503, meaning: "The server is draining and takes no new runs." },
   worker_unavailable: { status: 503, meaning: "The worker holding the run did not act on the request in time; try again." },

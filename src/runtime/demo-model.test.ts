@@ -48,6 +48,37 @@ describe("demoAnswerWords", () => {
   });
 });
 
+describe("a completed demo answer", () => {
+  const endsASentence = (text: string) => /[.!?]["”)]?$/.test(text);
+  const requests: ModelRequest[] = [
+    request,
+    { messages: [{ role: "user", content: "hi" }] },
+    { messages: [{ role: "user", content: "Why does it end here, mid" }] },
+  ];
+
+  it("ends on a whole sentence, whatever its length, and keeps exactly the words asked for", () => {
+    for (const asked of requests) {
+      const opening = demoAnswerWords(asked, 0).length;
+      for (const wordCount of [...Array.from({ length: 260 }, (_, index) => index), 1_000, 1_001, 10_007]) {
+        const words = demoAnswerWords(asked, wordCount);
+        const text = words.join(" ");
+
+        expect(words, `${wordCount} words`).toHaveLength(Math.max(wordCount, opening));
+        expect(endsASentence(text), `${wordCount} words: …${text.slice(-80)}`).toBe(true);
+      }
+    }
+  });
+
+  it("streams the same whole-sentence text", async () => {
+    const model = createDemoModel({ wordsPerSecond: 0, wordCount: 37 });
+
+    const text = textOf(await collect(model.stream(request, { signal: new AbortController().signal })));
+
+    expect(text).toBe(demoAnswerWords(request, 37).join(" "));
+    expect(endsASentence(text)).toBe(true);
+  });
+});
+
 describe("createDemoModel stream", () => {
   afterEach(() => {
     vi.useRealTimers();
@@ -303,16 +334,22 @@ describe("demo tools", () => {
 });
 
 describe("titles", () => {
-  it("uses the first six words of the first message, whitespace collapsed, with an ellipsis when words were left out", () => {
-    expect(titleFromText("  How do I\n\tstop a run   without losing my work?")).toBe("How do I stop a run…");
-    expect(titleFromText("How do I stop a run")).toBe("How do I stop a run");
+  it("keeps a short first message whole, whitespace collapsed", () => {
+    expect(titleFromText("  How do I\n\tstop a run   without losing my work?")).toBe("How do I stop a run without losing my work?");
   });
 
-  it("shortens a long title to 60 characters with an ellipsis", () => {
-    const title = titleFromText(`${"a".repeat(40)} ${"b".repeat(40)}`);
+  it("cuts a long one at a word boundary, at most 60 characters with the ellipsis", () => {
+    const text = "Please explain in detail how an honest Stop differs from closing the tab while the model streams";
 
-    expect(title).toHaveLength(58);
-    expect(title).toBe(`${"a".repeat(40)} ${"b".repeat(16)}…`);
+    const title = titleFromText(text);
+
+    expect(title).toBe("Please explain in detail how an honest Stop differs from…");
+    expect(title.length).toBeLessThanOrEqual(60);
+  });
+
+  it("cuts a word longer than the title with an ellipsis", () => {
+    expect(titleFromText(`${"a".repeat(40)} ${"b".repeat(40)}`)).toBe(`${"a".repeat(40)}…`);
+    expect(titleFromText("x".repeat(100))).toBe(`${"x".repeat(59)}…`);
   });
 
   it("names an empty message 'New thread'", () => {
@@ -324,7 +361,7 @@ describe("titles", () => {
     const model = createDemoModel();
 
     await expect(model.title?.("Plan a trip to Lisbon in May please", { signal: new AbortController().signal })).resolves.toBe(
-      "Plan a trip to Lisbon in…",
+      "Plan a trip to Lisbon in May please",
     );
   });
 });

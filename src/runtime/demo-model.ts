@@ -10,12 +10,21 @@ export interface DemoModelOptions {
   wordCount?: number;
 }
 
-const FILLER = (
-  "Tidemark keeps what you saw, what the server confirmed and what external systems accepted apart, " +
-  "so a Stop is exact: the partial text of a stopped answer is discarded and never published, the " +
-  "thread stays usable, and a new run can continue from the last checkpoint. Press Stop at any time " +
-  "to see it; reload the history afterwards and only confirmed messages are there."
-).split(" ");
+/** What the demo says after its opening, a sentence at a time, in a cycle. */
+const FILLER_SENTENCES = [
+  "Tidemark keeps what you saw, what the server confirmed and what external systems accepted apart, so a Stop is exact.",
+  "The partial text of a stopped answer is discarded and never published.",
+  "The thread stays usable, and a new run can continue from the last checkpoint.",
+  "Press Stop at any time to see it.",
+  "Reload the history afterwards: only confirmed messages are there.",
+].map((sentence) => sentence.split(" "));
+const FILLER = FILLER_SENTENCES.flat();
+
+/** Short closing sentences by length, for an answer whose last filler sentence would not fit. */
+const SHORT_CLOSINGS = [[], ["Done."], ["That's", "all."], ["That", "is", "all."], ["This", "answer", "is", "complete."]];
+/** A longer closing: this opening and as many of the items as it takes, each prefix a whole sentence. */
+const CLOSING_OPENING = ["Things", "to", "try", "next:"];
+const CLOSING_ITEMS = ["Stop", "Continue", "Branch", "Save", "Delete", "Reload", "Approve", "Reject", "Search", "Email", "Fork", "Resume", "Retry", "Wait", "Read"];
 
 /** Words between yields to the event loop at full speed, so I/O and a Stop still get a turn. */
 const FULL_SPEED_YIELD_EVERY = 64;
@@ -64,10 +73,37 @@ function createDemoAnswer(request: ModelRequest, wordCount: number): Words {
   const report = toolResultReport(request.messages);
   const disclaimer = `This is the Tidemark demo model, not a real language model. You wrote: "${echo}".`;
   const opening = (report ? `${report} ${disclaimer}` : disclaimer).split(" ");
+  const filler = createFiller(Math.max(0, wordCount - opening.length));
   return {
-    length: Math.max(wordCount, opening.length),
-    wordAt: (index) => (index < opening.length ? opening[index]! : FILLER[(index - opening.length) % FILLER.length]!),
+    length: opening.length + filler.length,
+    wordAt: (index) => (index < opening.length ? opening[index]! : filler.wordAt(index - opening.length)),
   };
+}
+
+/**
+ * Exactly `wordCount` words of filler that end on a whole sentence, so that only a real Stop
+ * leaves an answer cut mid-sentence: whole cycles of the filler, then its sentences while they
+ * fit, then a closing sentence of exactly the words left.
+ */
+function createFiller(wordCount: number): Words {
+  const cycles = Math.floor(wordCount / FILLER.length);
+  let left = wordCount - cycles * FILLER.length;
+  const tail: string[] = [];
+  for (const sentence of FILLER_SENTENCES) {
+    if (sentence.length > left) break;
+    tail.push(...sentence);
+    left -= sentence.length;
+  }
+  tail.push(...closingSentence(left));
+  const cycleWords = cycles * FILLER.length;
+  return { length: wordCount, wordAt: (index) => (index < cycleWords ? FILLER[index % FILLER.length]! : tail[index - cycleWords]!) };
+}
+
+/** A whole sentence of exactly `wordCount` words (none for 0); shorter than the longest filler sentence. */
+function closingSentence(wordCount: number): string[] {
+  if (wordCount < SHORT_CLOSINGS.length) return SHORT_CLOSINGS[wordCount]!;
+  const items = CLOSING_ITEMS.slice(0, wordCount - CLOSING_OPENING.length);
+  return [...CLOSING_OPENING, ...items.map((item, index) => (index === items.length - 1 ? `${item}.` : `${item},`))];
 }
 
 type DemoTurn = { toolCall: ToolCall; sentence: string } | { toolCall?: undefined };
@@ -191,11 +227,16 @@ async function* streamDemoAnswer(
   yield { type: "finish", finishReason: turn.toolCall ? "tool-calls" : "stop", usage };
 }
 
-/** A heuristic title: the first words of the first user message, with an ellipsis when that is not all of it. */
+/** Longest heuristic title, in characters (the ellipsis included). */
+const TITLE_MAX = 60;
+
+/** A heuristic title: the first message, whitespace collapsed, cut at a word boundary with an ellipsis when it is long. */
 export function titleFromText(text: string): string {
-  const all = text.replace(/\s+/g, " ").trim().split(" ");
-  const words = all.slice(0, 6).join(" ");
-  // A title cut short says so: "Tell me a long story about" reads as if it were the whole request.
-  const title = words.length > 60 ? `${words.slice(0, 57)}…` : all.length > 6 ? `${words}…` : words;
-  return title.length > 0 ? title : "New thread";
+  const collapsed = text.replace(/\s+/g, " ").trim();
+  if (collapsed.length === 0) return "New thread";
+  if (collapsed.length <= TITLE_MAX) return collapsed;
+  const head = collapsed.slice(0, TITLE_MAX - 1);
+  const boundary = head.lastIndexOf(" ");
+  // A single word longer than the whole title is cut where it must be.
+  return `${boundary > 0 ? head.slice(0, boundary) : head}…`;
 }

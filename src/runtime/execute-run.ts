@@ -11,6 +11,7 @@ import { CANCELLED_BEFORE_EXECUTION } from "./model-context.js";
 import type { ModelMessage } from "./model.js";
 import { buildModelContext, createChatProgram, ModelFailedError, PublicationRejectedError } from "./chat-program.js";
 import { ModelError } from "./model-error.js";
+import { confirmUnknownOperations } from "./operation-confirmation.js";
 import { runPlan } from "./plan.js";
 import type { RunExecution } from "./run-execution.js";
 
@@ -26,6 +27,9 @@ export async function executeRun(execution: RunExecution): Promise<ExecutionOutc
   const { run, store, scope } = execution;
   let planError: unknown;
   try {
+    // A later attempt follows a lost one, which may have left an action's outcome unknown: ask the
+    // tools first, so the model is told what happened (a new run did so when it was created).
+    if (run.attempt > 1) await confirmUnknownOperations(execution, run.tenantId, run.threadId);
     const messages = await store.listMessages(run.tenantId, run.threadId);
     const operations = await store.listOperations(run.tenantId, run.threadId);
     const context = buildModelContext(messages, { outcomeFor: outcomeFromLedger(operations) });

@@ -4,8 +4,10 @@ import type { Runtime } from "../runtime/index.js";
 import { silentLogger, type Logger } from "../runtime/index.js";
 import type { AppEnv } from "./app-env.js";
 import { createAuthMiddleware } from "./auth.js";
-import { createErrorHandler, errorResponse } from "./errors.js";
+import { createErrorHandler, errorResponse, invalidRequestResponse } from "./errors.js";
+import { jsonBodyGuard } from "./json-body-guard.js";
 import type { ServerMetrics } from "./metrics.js";
+import { registerOpenApiDocument } from "./openapi-document.js";
 import { registerMessageRoutes } from "./routes/messages.js";
 import { registerOperationRoutes } from "./routes/operations.js";
 import { registerRunRoutes, type RunRouteOptions } from "./routes/runs.js";
@@ -32,10 +34,10 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result, c) => {
       if (!result.success) {
-        const issues = result.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message }));
-        return errorResponse(c, "invalid_request", `The request is not valid: ${issues[0]?.path || "body"}: ${issues[0]?.message}`, {
-          issues,
-        });
+        return invalidRequestResponse(
+          c,
+          result.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message })),
+        );
       }
     },
   });
@@ -53,6 +55,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     }),
   );
   app.use("/v1/*", createAuthMiddleware(options.apiKeys ?? new Map()));
+  app.use("/v1/*", jsonBodyGuard);
   // A worker serves only its health and metrics: clients talk to the API processes.
   if (options.runtime.role !== "worker") {
     registerThreadRoutes(app, options.runtime);
@@ -61,14 +64,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     registerMessageRoutes(app, options.runtime);
   }
   registerSystemRoutes(app, options.runtime, options.metrics);
-  app.doc31("/v1/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "Tidemark",
-      version: "0.1.0",
-      description: "Agent runs whose Stop, disconnect and resume are honest.",
-    },
-  });
+  registerOpenApiDocument(app);
   // After every API route, so that the API keeps precedence; a worker serves no app.
   if (options.webRoot !== undefined && options.runtime.role !== "worker") registerWebApp(app, options.webRoot);
   app.notFound((c) => errorResponse(c, "not_found", "No such route."));

@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import type { IncomingMessage } from "node:http";
 import { HTTPException } from "hono/http-exception";
 import { ERROR_CODES, TidemarkError, type ErrorCode } from "../core/index.js";
 import type { Logger } from "../runtime/index.js";
@@ -6,6 +7,18 @@ import type { Logger } from "../runtime/index.js";
 /** A JSON error response with a stable code. */
 export function errorResponse(c: Context, code: ErrorCode, message: string, details: Record<string, unknown> = {}): Response {
   return c.json({ error: code, message, ...details }, ERROR_CODES[code].status as 400);
+}
+
+/** One issue of an invalid request: where (`input.content`; empty for the body itself) and what is wrong. */
+export interface RequestIssue {
+  path: string;
+  message: string;
+}
+
+/** 400 `invalid_request` naming the first issue in its message and listing them all. */
+export function invalidRequestResponse(c: Context, issues: readonly RequestIssue[]): Response {
+  const [first] = issues;
+  return errorResponse(c, "invalid_request", `The request is not valid: ${first?.path || "body"}: ${first?.message}`, { issues });
 }
 
 /**
@@ -21,7 +34,18 @@ export function createErrorHandler(logger: Logger) {
       if (error.status === 400) return errorResponse(c, "invalid_json", "The request body is not valid JSON.");
       if (error.status < 500) return errorResponse(c, "invalid_request", "The request is not valid.");
     }
+    if (isClientAbort(c)) {
+      // Not a server failure: the client went away mid-upload, and no one will read this answer.
+      logger.info({ path: c.req.path }, "the client closed the connection before its request body ended");
+      return errorResponse(c, "invalid_request", "The request body ended before it was complete.");
+    }
     logger.error({ path: c.req.path, error: error.stack ?? String(error) }, "unexpected error");
     return errorResponse(c, "internal_error", "Something went wrong on the server.");
   };
+}
+
+/** Whether the client closed the connection before its request was complete (reading the body then fails). */
+function isClientAbort(c: Context): boolean {
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  return incoming !== undefined && !incoming.complete && incoming.destroyed;
 }

@@ -1,6 +1,7 @@
 /** Request and response schemas: validation and the OpenAPI 3.1 document come from these. */
 import { z } from "@hono/zod-openapi";
 import { ERROR_CODES, RUN_STATUSES } from "../core/index.js";
+import { pathId } from "./path-id.js";
 import { decodeThreadCursor } from "./thread-cursor.js";
 
 export const ErrorSchema = z
@@ -176,8 +177,8 @@ export const CancelRunResponse = z
   })
   .openapi("CancelRunResponse");
 
-export const ThreadIdParam = z.object({ thread_id: z.string().min(1).max(100) });
-export const RunIdParam = z.object({ run_id: z.string().min(1).max(100) });
+export const ThreadIdParam = z.object({ thread_id: pathId("thr") });
+export const RunIdParam = z.object({ run_id: pathId("run") });
 export const HistoryQuery = z.object({
   limit: z.string().regex(/^[1-9]\d{0,5}$/).optional().openapi({
     description: "Only the last N messages (deleted drafts count toward N but are not listed); default all.",
@@ -245,7 +246,7 @@ export const ConfirmOperationBody = z
   })
   .openapi("ConfirmOperationRequest");
 
-export const OperationParams = z.object({ thread_id: z.string().min(1).max(100), op_id: z.string().min(1).max(100) });
+export const OperationParams = z.object({ thread_id: pathId("thr"), op_id: pathId("op") });
 
 export const HistoryMarkerSchema = z
   .object({

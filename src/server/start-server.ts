@@ -1,6 +1,8 @@
 import { serve } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
+import { silentLogger } from "../runtime/index.js";
+import { createClientErrorHandler } from "./client-error-handler.js";
 import { createApp, type AppOptions } from "./create-app.js";
 
 /** A running HTTP server. */
@@ -34,6 +36,7 @@ export async function startServer(options: AppOptions & { host: string; port: nu
   const server = await new Promise<Server>((resolve, reject) => {
     const started = serve({ fetch, port: options.port, hostname: options.host }, () => resolve(started as Server));
     started.once("error", reject);
+    started.on("clientError", createClientErrorHandler(options.logger ?? silentLogger));
   });
   const { port } = server.address() as AddressInfo;
   const hostForUrl = options.host.includes(":") ? `[${options.host}]` : options.host;

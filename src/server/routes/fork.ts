@@ -21,6 +21,8 @@ const ForkedThreadSchema = ThreadSchema.extend({ history_url: z.string() }).open
 const forkThread = createRoute({
   method: "post",
   path: "/v1/threads/{thread_id}/fork",
+  operationId: "forkThread",
+  tags: ["threads"],
   summary: "Start a branch from a checkpoint: it shares the history up to there without a copy",
   request: { params: ThreadIdParam, body: { content: json(ForkThreadBody), required: true } },
   responses: {

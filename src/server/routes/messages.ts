@@ -3,6 +3,7 @@ import { createId, isTerminalStatus, systemClock, TidemarkError } from "../../co
 import type { Runtime } from "../../runtime/index.js";
 import type { RunEventBuffer } from "../../stream/index.js";
 import type { AppEnv } from "../app-env.js";
+import { pathId } from "../path-id.js";
 import { errorResponses, json, MessageSchema, RunIdParam } from "../schemas.js";
 import { historyUrl, messageView } from "../wire.js";
 
@@ -13,7 +14,7 @@ const SaveFragmentBody = z
   })
   .openapi("SaveFragmentRequest");
 
-const MessageParams = z.object({ thread_id: z.string().min(1).max(100), message_id: z.string().min(1).max(100) });
+const MessageParams = z.object({ thread_id: pathId("thr"), message_id: pathId("msg") });
 
 const DeletedMessageSchema = z
   .object({
@@ -27,6 +28,8 @@ const DeletedMessageSchema = z
 const saveFragment = createRoute({
   method: "post",
   path: "/v1/runs/{run_id}/fragments",
+  operationId: "saveFragment",
+  tags: ["messages"],
   summary: "Save what the client saw of a stopped answer, up to last_seq, as a labelled fragment",
   request: { params: RunIdParam, body: { content: json(SaveFragmentBody), required: true } },
   responses: {
@@ -38,6 +41,8 @@ const saveFragment = createRoute({
 const deleteMessage = createRoute({
   method: "delete",
   path: "/v1/threads/{thread_id}/messages/{message_id}",
+  operationId: "deleteMessage",
+  tags: ["messages"],
   summary: "Delete a saved fragment: it becomes publication_status deleted, as a new version",
   request: { params: MessageParams },
   responses: {

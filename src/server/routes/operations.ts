@@ -19,6 +19,8 @@ const decide = (decision: "approve" | "reject") =>
   createRoute({
     method: "post",
     path: `/v1/runs/{run_id}/${decision}`,
+    operationId: `${decision}Run`,
+    tags: ["operations"],
     summary:
       decision === "approve"
         ? "Approve the consequential operation an interrupted run is waiting for"
@@ -30,6 +32,8 @@ const decide = (decision: "approve" | "reject") =>
 const listOperations = createRoute({
   method: "get",
   path: "/v1/threads/{thread_id}/operations",
+  operationId: "listOperations",
+  tags: ["operations"],
   summary: "The thread's external-operation log (the ledger)",
   request: { params: ThreadIdParam },
   responses: {
@@ -41,6 +45,8 @@ const listOperations = createRoute({
 const confirmOperation = createRoute({
   method: "post",
   path: "/v1/threads/{thread_id}/operations/{op_id}/confirm",
+  operationId: "confirmOperation",
+  tags: ["operations"],
   summary: "Confirm what happened to an operation whose outcome is unknown",
   request: { params: OperationParams, body: { content: json(ConfirmOperationBody), required: true } },
   responses: { 200: { description: "The confirmed operation", content: json(OperationSchema) }, ...errorResponses(400, 401, 404, 409) },

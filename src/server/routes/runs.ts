@@ -5,6 +5,7 @@ import type { CancelRunResult, Runtime } from "../../runtime/index.js";
 import { streamRunEvents } from "../../stream/index.js";
 import type { AppEnv } from "../app-env.js";
 import type { ServerMetrics } from "../metrics.js";
+import { isWellFormedId } from "../path-id.js";
 import {
   CancelQuery,
   CancelRunBody,
@@ -22,6 +23,8 @@ import { eventsUrl, historyUrl, runView } from "../wire.js";
 const createRun = createRoute({
   method: "post",
   path: "/v1/threads/{thread_id}/runs",
+  operationId: "createRun",
+  tags: ["runs"],
   summary: "Start a run: the input is published with its checkpoint at once",
   request: {
     params: ThreadIdParam,
@@ -38,6 +41,8 @@ const createRun = createRoute({
 const getRun = createRoute({
   method: "get",
   path: "/v1/runs/{run_id}",
+  operationId: "getRun",
+  tags: ["runs"],
   summary: "The run's status model",
   request: { params: RunIdParam },
   responses: { 200: { description: "The run", content: json(RunSchema) }, ...errorResponses(401, 404) },
@@ -46,6 +51,8 @@ const getRun = createRoute({
 const getEvents = createRoute({
   method: "get",
   path: "/v1/runs/{run_id}/events",
+  operationId: "streamRunEvents",
+  tags: ["runs"],
   summary: "The run's events as SSE: replay after Last-Event-ID (or ?after=), then live, ending after the terminal event",
   request: { params: RunIdParam, query: EventsQuery, headers: z.object({ "last-event-id": z.string().optional() }) },
   responses: {
@@ -57,6 +64,8 @@ const getEvents = createRoute({
 const cancelRun = createRoute({
   method: "post",
   path: "/v1/runs/{run_id}/cancel",
+  operationId: "cancelRun",
+  tags: ["runs"],
   summary: "Stop a run (never refused for a stale version); ?wait= waits until it is truly terminal",
   request: { params: RunIdParam, query: CancelQuery, body: { content: json(CancelRunBody), required: false } },
   responses: {
@@ -65,6 +74,9 @@ const cancelRun = createRoute({
     ...errorResponses(400, 401, 404, 413, 415),
   },
 });
+
+/** The headers of an events stream (as `streamRunEvents` writes them), for a HEAD request. */
+const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache, no-transform" };
 
 /** Options the run routes take from the server's options. */
 export interface RunRouteOptions {
@@ -85,7 +97,8 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
     const body = c.req.valid("json");
     const { thread_id } = c.req.valid("param");
     const idempotencyKey = c.req.valid("header")["idempotency-key"];
-    if (body.run_id !== undefined && !/^run_[0-9a-z]{26}$/.test(body.run_id)) {
+    // The rule a path's run id is read by, so that every run a client names can be read back.
+    if (body.run_id !== undefined && !isWellFormedId(body.run_id, "run")) {
       throw new TidemarkError("invalid_request", "run_id must be a run id such as run_01jd8x0f1ae2rbv7c9ks0d8m5q.");
     }
     const { run, isNew } = await runtime.startRun({
@@ -125,6 +138,8 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
         details: { history_url: historyUrl(run.threadId), run_status: run.status },
       });
     }
+    // HEAD: what a GET would answer, without the stream (Hono routes HEAD to this GET route).
+    if (c.req.method === "HEAD") return c.body(null, 200, SSE_HEADERS) as never;
     streamRunEvents(c.env.outgoing, buffer, {
       afterSeq: Math.max(afterSeq, buffer.firstSeq - 1),
       heartbeatMs: options.heartbeatMs,

@@ -26,6 +26,8 @@ import { registerForkRoutes } from "./fork.js";
 const createThread = createRoute({
   method: "post",
   path: "/v1/threads",
+  operationId: "createThread",
+  tags: ["threads"],
   summary: "Create a thread",
   request: { body: { content: json(CreateThreadBody), required: false } },
   responses: { 201: { description: "The new thread", content: json(ThreadSchema) }, ...errorResponses(400, 401, 413, 415) },
@@ -34,6 +36,8 @@ const createThread = createRoute({
 const listThreads = createRoute({
   method: "get",
   path: "/v1/threads",
+  operationId: "listThreads",
+  tags: ["threads"],
   summary: "The tenant's threads, most recently updated first, a page at a time",
   request: { query: ListThreadsQuery },
   responses: { 200: { description: "A page of threads", content: json(ThreadListSchema) }, ...errorResponses(400, 401) },
@@ -42,6 +46,8 @@ const listThreads = createRoute({
 const getThread = createRoute({
   method: "get",
   path: "/v1/threads/{thread_id}",
+  operationId: "getThread",
+  tags: ["threads"],
   summary: "A thread's status, version, statistics and title",
   request: { params: ThreadIdParam },
   responses: { 200: { description: "The thread", content: json(ThreadSchema) }, ...errorResponses(401, 404) },
@@ -50,6 +56,8 @@ const getThread = createRoute({
 const renameThread = createRoute({
   method: "patch",
   path: "/v1/threads/{thread_id}",
+  operationId: "renameThread",
+  tags: ["threads"],
   summary: "Rename a thread (not a transition: the version stays)",
   request: { params: ThreadIdParam, body: { content: json(RenameThreadBody), required: true } },
   responses: { 200: { description: "The renamed thread", content: json(ThreadSchema) }, ...errorResponses(400, 401, 404, 413, 415) },
@@ -58,6 +66,8 @@ const renameThread = createRoute({
 const deleteThread = createRoute({
   method: "delete",
   path: "/v1/threads/{thread_id}",
+  operationId: "deleteThread",
+  tags: ["threads"],
   summary: "Terminate a thread: cancel every run of it and delete it",
   request: { params: ThreadIdParam },
   responses: {
@@ -72,6 +82,8 @@ const deleteThread = createRoute({
 const getHistory = createRoute({
   method: "get",
   path: "/v1/threads/{thread_id}/history",
+  operationId: "getThreadHistory",
+  tags: ["threads"],
   summary: "The visible result: published messages in order (a branch's shared prefix included)",
   request: { params: ThreadIdParam, query: HistoryQuery },
   responses: {
@@ -96,6 +108,8 @@ const getHistory = createRoute({
 const getCheckpoints = createRoute({
   method: "get",
   path: "/v1/threads/{thread_id}/checkpoints",
+  operationId: "listThreadCheckpoints",
+  tags: ["threads"],
   summary: "The checkpoint chain, oldest first",
   request: { params: ThreadIdParam },
   responses: {
