@@ -17,7 +17,10 @@ import { createServerMetrics, startServer, type RunningServer } from "./server/i
 
 /** Options for {@link startTidemark}. */
 export interface TidemarkOptions {
-  /** SQLite file (default `./tidemark.db`); ignored when `store` or `databaseUrl` is given. */
+  /**
+   * SQLite file (default `./tidemark.db`), held for this process alone while it serves (another
+   * process is refused with `DatabaseLockedError`); ignored when `store` or `databaseUrl` is given.
+   */
   dbPath?: string;
   /** `postgres://…`: the scaled deployment, with API and worker processes on one database. */
   databaseUrl?: string;
@@ -92,7 +95,8 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     });
   } else {
     if (role !== "all") throw new Error(`The ${role} role needs PostgreSQL (--db postgres://…); SQLite runs everything in one process.`);
-    store = options.store ?? createSqliteStore({ path: options.dbPath ?? "./tidemark.db" });
+    // One serving process per file: a second one would run generations a Stop here never reaches.
+    store = options.store ?? createSqliteStore({ path: options.dbPath ?? "./tidemark.db", exclusive: true });
   }
   const metrics = createServerMetrics();
   const runtime = createRuntime({

@@ -11,10 +11,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AbstractChat, type ChatInit, type ChatState, type ChatStatus, type UIMessage, type UIMessageChunk } from "ai";
+import { AbstractChat, readUIMessageStream, type ChatInit, type ChatState, type ChatStatus, type UIMessage, type UIMessageChunk } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTidemarkTransport, type TidemarkStopOutcome } from "../src/client/ai-sdk-transport.js";
 import { createRunId } from "../src/client/create-run-id.js";
+import { TidemarkClientError } from "../src/client/index.js";
 import type { RunEvent } from "../src/core/index.js";
 import { abortableDelay, createDemoModel, ModelError, type ChatModel } from "../src/runtime/index.js";
 import { createDemoOutbox, createDemoTools, type DemoOutbox } from "../src/tools/index.js";
@@ -362,6 +363,9 @@ describe("the AI SDK transport over a real server", () => {
     await chat.regenerate();
     expect(chat.status).toBe("error");
     expect(chat.error?.message).toMatch(/keeps published answers/);
+    // A refusal of the client itself: typed, with a stable code.
+    expect(TidemarkClientError.isInstance(chat.error)).toBe(true);
+    expect(chat.error).toMatchObject({ code: "answer_published" });
     expect(await history(stopped.thread_id)).toHaveLength(2);
   });
 
@@ -538,6 +542,46 @@ describe("the AI SDK transport over a real server", () => {
     expect(chat.status).toBe("ready");
     expect(chat.answer).toBe("seen ");
     expect(tidemarkOf(chat.messages.at(-1))).toMatchObject({ status: "cancelled", discarded_stream_chars: 15, resume_checkpoint_id: "cp_x" });
+  });
+
+  it("works without a UI framework (readUIMessageStream), and an approval goes through transport.client while the stream stays open", async () => {
+    // The example of docs/client.md, "Without a UI framework" and "Approvals".
+    const transport = createTidemarkTransport({ baseUrl: h.url });
+    script = { kind: "demo" };
+    const decide = async (text: string, decision: (runId: string) => Promise<unknown>) => {
+      const stream = await transport.sendMessages({
+        chatId: "vanilla",
+        messageId: undefined,
+        trigger: "submit-message",
+        abortSignal: undefined,
+        messages: [{ id: `user-${text.length}`, role: "user", parts: [{ type: "text", text }] }],
+      });
+      let last: UIMessage | undefined;
+      const waited: unknown[] = [];
+      const decided = new Set<string>();
+      for await (const message of readUIMessageStream({ stream })) {
+        last = message;
+        const tidemark = tidemarkOf(message);
+        const waiting = tidemark?.interrupted;
+        if (!tidemark || !waiting || decided.has(waiting.op_id)) continue;
+        decided.add(waiting.op_id);
+        waited.push(waiting);
+        await decision(tidemark.run_id);
+      }
+      return { last: last!, waited };
+    };
+
+    const approved = await decide("Please email ada@example.com that the quote is ready", (runId) => transport.client.approve(runId));
+    expect(approved.waited).toEqual([expect.objectContaining({ tool: "send_email", preview: expect.objectContaining({ to: "ada@example.com" }) })]);
+    expect(tidemarkOf(approved.last)).toMatchObject({ status: "completed", interrupted: null });
+    expect(textOf(approved.last)).toMatch(/handed to the outbox/);
+    expect(outbox.list().map((record) => record.to)).toContain("ada@example.com");
+
+    const rejected = await decide("Please email bob@example.com the draft", (runId) => transport.client.reject(runId, "not now"));
+    expect(rejected.waited).toEqual([expect.objectContaining({ tool: "send_email" })]);
+    expect(tidemarkOf(rejected.last)).toMatchObject({ status: "completed" });
+    expect(textOf(rejected.last)).toMatch(/not sent/);
+    expect(outbox.list().map((record) => record.to)).not.toContain("bob@example.com");
   });
 
   it("shows a server-executed tool call as a dynamic tool part with its input and output", async () => {

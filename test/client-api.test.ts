@@ -37,7 +37,7 @@ describe("the API client", () => {
   });
 
   it("creates and reads threads, runs, history and checkpoints in the server's own shapes", async () => {
-    const thread = await client.createThread({ topic: "tides" });
+    const thread = await client.createThread({ metadata: { topic: "tides" } });
     expect(thread).toMatchObject({ state_version: 1, status: "idle", metadata: { topic: "tides" }, forked_from: null });
     expect(await client.getThread(thread.thread_id)).toEqual(thread);
     const run = await client.startRun(thread.thread_id, { input: { role: "user", content: "Hello" }, expected_state_version: 1 });
@@ -55,6 +55,17 @@ describe("the API client", () => {
     expect((await client.getHistory(thread.thread_id, { limit: 1 })).messages).toHaveLength(1);
     const { checkpoints } = await client.listCheckpoints(thread.thread_id);
     expect(checkpoints.map((checkpoint) => checkpoint.kind)).toEqual(["thread_created", "input_accepted", "message_published"]);
+  });
+
+  it("createThread takes a title and metadata; renameThread sets the title without a new version", async () => {
+    const thread = await client.createThread({ title: "Tides", metadata: { topic: "tides" } });
+    expect(thread).toMatchObject({ title: "Tides", metadata: { topic: "tides" }, state_version: 1 });
+    const renamed = await client.renameThread(thread.thread_id, "  Tides and moons ");
+    expect(renamed).toMatchObject({ thread_id: thread.thread_id, title: "Tides and moons", state_version: 1 });
+    expect(await client.getThread(thread.thread_id)).toMatchObject({ title: "Tides and moons", metadata: { topic: "tides" } });
+    expect(await apiError(client.renameThread(thread.thread_id, "   "))).toMatchObject({ status: 400, code: "invalid_request" });
+    await client.deleteThread(thread.thread_id);
+    expect(await apiError(client.renameThread(thread.thread_id, "Gone"))).toMatchObject({ status: 404, code: "thread_not_found" });
   });
 
   it("names a run with an Idempotency-Key: a repeat is the same run", async () => {

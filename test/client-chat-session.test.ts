@@ -42,7 +42,8 @@ describe("the chat session", () => {
     await session.send(LONG);
     await waitForSnapshot(session, (snapshot) => (snapshot.draft?.text.length ?? 0) > 40);
     const reply = await session.stop();
-    expect(reply).toMatchObject({ status: "cancel_requested", already_terminal: false });
+    // stop() resolves once the run has ended (issue 11 item 4), no longer at the cancel's acceptance.
+    expect(reply).toMatchObject({ status: "cancelled", already_terminal: false });
     const stopped = await waitForSnapshot(session, (snapshot) => snapshot.run.status === "cancelled");
     return { session, stopped, threadId: stopped.threadId!, reply: reply! };
   }
@@ -129,6 +130,36 @@ describe("the chat session", () => {
     ]);
   });
 
+  it("after Save what I saw (and after a branch from it), a reload still offers Continue, and Continue tells the model of the Stop", async () => {
+    const { session, threadId } = await stoppedSession();
+    const fragment = await session.saveWhatISaw();
+    const reloaded = newSession(threadId);
+    const loaded = await waitForSnapshot(reloaded, (snapshot) => snapshot.stateVersion === fragment.state_version);
+    expect(loaded.resumePoint).toEqual({ checkpointId: fragment.checkpoint_id, stateVersion: fragment.state_version });
+    expect(loaded.actions).toMatchObject({ canContinue: true, canBranch: true });
+
+    const branch = await client.fork(threadId, { checkpoint_id: fragment.checkpoint_id });
+    const onBranch = newSession(branch.thread_id);
+    const branchLoaded = await waitForSnapshot(onBranch, (snapshot) => snapshot.stateVersion === branch.state_version);
+    expect(branchLoaded.resumePoint).toEqual({ checkpointId: branch.head_checkpoint_id, stateVersion: branch.state_version });
+    expect(branchLoaded.forkedFrom).toEqual({ thread_id: threadId, checkpoint_id: fragment.checkpoint_id, state_version: fragment.state_version });
+
+    const before = requests.length;
+    await reloaded.continueFromSavedPoint();
+    expect((await waitForSnapshot(reloaded, isSettled)).run.status).toBe("completed");
+    expect(requests[before]!.messages[0]).toEqual({ role: "system", content: STOPPED_RESPONSE_NOTE });
+  });
+
+  it("a reload after an answer offers no Continue: the head is a published message", async () => {
+    const session = newSession();
+    await session.send("Write a short answer");
+    const done = await waitForSnapshot(session, isSettled);
+    const reloaded = newSession(done.threadId!);
+    const loaded = await waitForSnapshot(reloaded, (snapshot) => snapshot.stateVersion === done.stateVersion && snapshot.history.length === 2);
+    expect(loaded.resumePoint).toBeNull();
+    expect(loaded.actions.canContinue).toBe(false);
+  });
+
   it("deleteDraft drops an unsaved draft locally, and deletes a saved fragment on the server", async () => {
     const first = await stoppedSession();
     await first.session.deleteDraft();
@@ -165,7 +196,8 @@ describe("the chat session", () => {
     const session = createChatSession({ client: createTidemarkClient({ baseUrl: proxy.url }), stream: { retry: { initialDelayMs: 5, maxAttempts: 3 } } });
     sessions.push(session);
     await session.send(LONG);
-    await waitForSnapshot(session, (snapshot) => (snapshot.draft?.text.length ?? 0) > 10);
+    // The history read that follows the send has landed too (else closing the proxy races it).
+    await waitForSnapshot(session, (snapshot) => (snapshot.draft?.text.length ?? 0) > 10 && snapshot.history.length === 1);
     await proxy.close();
     const failed = await waitForSnapshot(session, (snapshot) => snapshot.connection.isFailed);
     expect(failed.connection.failure).toMatchObject({ reason: "unreachable", attempts: 3 });

@@ -210,11 +210,13 @@ describe.skipIf(!hasChromium)("the web app in chromium: two tabs, a dropped stre
 
     // Approve: the run waits, the user approves, the email goes out once.
     const approvedThread = await sendInNewThread(page, "Please email ana@example.com about the order");
-    const approve = page.getByRole("button", { name: "Approve send_email" });
+    // Human labels (issue 11 item 11): "Send email", not send_email; the preview as fields, not raw JSON.
+    const approve = page.getByRole("button", { name: "Approve send email" });
     await approve.waitFor(WAIT);
     const card = page.locator('.operation[data-phase="awaiting_approval"]');
     expect(await card.textContent()).toContain("Waiting for your approval · not sent");
-    expect(await card.locator("pre").textContent()).toContain("ana@example.com");
+    expect(await card.locator("dl").textContent()).toContain("Toana@example.com");
+    expect(await card.locator("pre").count()).toBe(0);
     await page.getByText("The run waits for your approval.").waitFor({ state: "attached", ...WAIT });
     expect(outbox.list()).toEqual([]);
     await page.screenshot({ path: screenshotPath("web-approval.png", browser.scratch) });
@@ -225,6 +227,16 @@ describe.skipIf(!hasChromium)("the web app in chromium: two tabs, a dropped stre
     expect(await committed.textContent()).toContain("Done · the external system accepted it");
     await settled(approvedThread);
     await expect.poll(() => page.locator(".message.assistant .message-text").last().textContent(), WAIT).toMatch(/handed to the outbox/);
+    // The operation stands where it happened: after the message that asked for it, before the answer that reports it.
+    const order = await page.locator(".messages > li").evaluateAll((items) =>
+      items.map((item) => (item.classList.contains("operation") ? `operation:${item.getAttribute("data-phase")}` : (item.className.split(" ")[1] ?? item.className))),
+    );
+    expect(order).toEqual(["user", "assistant", "operation:committed", "assistant"]);
+    expect(await page.locator(".messages > li").nth(1).textContent()).toContain("Let me send that email.");
+    // Its result is readable: a local time, not epoch milliseconds.
+    const result = (await committed.textContent())!;
+    expect(result).toMatch(/Sent at/);
+    expect(result).not.toMatch(/\d{13}/);
     const operations = (await h.api(`/v1/threads/${approvedThread}/operations`)).body.operations;
     expect(operations).toHaveLength(1);
     expect(operations[0]).toMatchObject({ tool: "send_email", phase: "committed", commit_attempts: 1 });
@@ -234,7 +246,7 @@ describe.skipIf(!hasChromium)("the web app in chromium: two tabs, a dropped stre
     // Reject, in another thread: nothing is sent, and the model's answer says so.
     const rejectedThread = await sendInNewThread(page, "Please email bob@example.com about the invoice");
     expect(rejectedThread).not.toBe(approvedThread);
-    const reject = page.getByRole("button", { name: "Reject send_email" });
+    const reject = page.getByRole("button", { name: "Reject send email" });
     await reject.waitFor(WAIT);
     await reject.click();
     const abandoned = page.locator('.operation[data-phase="abandoned"]');
@@ -250,7 +262,7 @@ describe.skipIf(!hasChromium)("the web app in chromium: two tabs, a dropped stre
     expect(rejectedOperations).toHaveLength(1);
     expect(rejectedOperations[0]).toMatchObject({ tool: "send_email", phase: "abandoned", commit_attempts: 0 });
     expect(outbox.list().map((record) => record.to)).toEqual(["ana@example.com"]);
-    expect(await page.getByRole("button", { name: /^(Approve|Reject) send_email$/ }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: /^(Approve|Reject) send email$/ }).count()).toBe(0);
     expect(pageErrors).toEqual([]);
   }, 60_000);
 });

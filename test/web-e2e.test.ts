@@ -83,6 +83,12 @@ describe.skipIf(!hasChromium)("the web app in chromium: send, watch the draft, S
     await page.waitForTimeout(300);
     expect((await stopped.locator(".message-text").textContent())!.trim()).toBe(partial);
 
+    // The Stop is said once (issue 11): by the draft's own label, with no "interrupted" marker beside it, no
+    // second "not saved" in the panel, and no thread version in the header (versions show where they matter).
+    expect(await page.getByText("Previous response was interrupted").count()).toBe(0);
+    expect(await page.locator(".panel.stopped").textContent()).not.toContain("not saved");
+    expect(await page.locator(".conversation-header").textContent()).not.toMatch(/version/i);
+
     await page.screenshot({ path: screenshotPath("web-stop.png", userDataDir) });
 
     // The server agrees: the run is cancelled, its history is the user's message alone.
@@ -95,6 +101,7 @@ describe.skipIf(!hasChromium)("the web app in chromium: send, watch the draft, S
     // After a reload the page shows what the server kept: the message and the interruption, no draft.
     await page.reload();
     await page.getByText("Previous response was interrupted").waitFor();
+    expect(await page.getByText("Previous response was interrupted").count()).toBe(1);
     expect(await page.locator(".message.user").count()).toBe(1);
     expect(await page.locator("[data-draft-status]").count()).toBe(0);
     expect(await page.locator(".conversation-body").textContent()).not.toContain(tail);

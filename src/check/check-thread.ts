@@ -1,11 +1,12 @@
 /**
- * The per-thread half of `tidemark check` (DESIGN §15): a pure function over one
- * {@link ThreadSnapshot}, so it runs the same on any adapter and on hand-built fixtures.
+ * The per-thread half of `tidemark check` (docs/invariants.md): a pure function over one
+ * {@link ThreadSnapshot} and what it inherits, so it runs the same on any adapter and on
+ * hand-built fixtures.
  *
- * Invariant 7 (no tool call without an outcome in model context) is checked by building the
- * model context from the thread's history exactly as the runtime does. Invariant 2 (one
- * idempotency key → one external action) is checked on the thread's operation ledger rows; keys
- * shared across threads of a tenant are found by `checkStore`, which sees every thread.
+ * Invariant 7 (no tool call without an outcome in model context) is checked on the model context
+ * of the thread's whole lineage, as the runtime builds it (see tool-call-tracker.ts). Invariant 2
+ * (one idempotency key → one external action) is checked on the thread's operation ledger rows;
+ * keys shared across threads of a tenant are found by `checkStore`, which sees every thread.
  */
 import {
   canTransition,
@@ -17,12 +18,12 @@ import {
   type RunRecord,
   type RunTransitionRecord,
 } from "../core/index.js";
-import { buildModelContext, findOrphanToolCalls } from "../runtime/model-context.js";
 import type { ThreadSnapshot } from "../store/index.js";
+import { ownLineage, type ThreadLineage } from "./lineage-walker.js";
 
 /** One broken invariant, located as precisely as the rows allow. */
 export interface Violation {
-  /** The number of the invariant in DESIGN §15. */
+  /** The number of the invariant in docs/invariants.md (1 to 7 are the design contract's). */
   invariant: number;
   tenantId: string;
   threadId: string;
@@ -35,24 +36,25 @@ export interface Violation {
 
 type Located = Omit<Violation, "tenantId" | "threadId">;
 
+/** A checkpoint of the thread's lineage by id, or undefined. */
+type FindCheckpoint = (checkpointId: string) => CheckpointRecord | undefined;
+
 /**
- * Every violation of invariants 1 to 7 in one thread, ordered by invariant. A branch is checked
+ * Every violation of invariants 1 to 8 in one thread, ordered by invariant. A branch is checked
  * on its own rows; its shared prefix (checked in the thread that owns it) is where its parents
- * and its model context begin.
+ * and its model context begin: `lineage` (default: nothing inherited, as for a root thread).
  */
-export function checkThread(snapshot: ThreadSnapshot): Violation[] {
-  // Lineage first, own rows last: an own checkpoint wins if a corrupted store shares an id.
-  const checkpoints = new Map(
-    [...(snapshot.inheritedCheckpoints ?? []), ...snapshot.checkpoints].map((checkpoint) => [checkpoint.checkpointId, checkpoint]),
-  );
+export function checkThread(snapshot: ThreadSnapshot, lineage: ThreadLineage = ownLineage(snapshot)): Violation[] {
+  const find: FindCheckpoint = (checkpointId) => lineage.checkpoint(checkpointId);
   const found: Located[] = [
-    ...checkPublication(snapshot.messages, checkpoints),
+    ...checkPublication(snapshot.messages, find),
     ...checkOperations(snapshot.operations),
-    ...checkLineage(snapshot, checkpoints),
-    ...checkCancelBoundary(snapshot, checkpoints),
-    ...checkVersions(snapshot, checkpoints),
+    ...checkLineage(snapshot, find),
+    ...checkCancelBoundary(snapshot, find),
+    ...checkVersions(snapshot, find),
     ...checkTransitions(snapshot.runs, snapshot.transitions),
-    ...checkToolOutcomes([...(snapshot.inheritedMessages ?? []), ...snapshot.messages]),
+    ...checkToolOutcomes(lineage.orphanToolCalls),
+    ...checkDeletedThread(snapshot),
   ];
   const { tenantId, threadId } = snapshot.thread;
   return found.map((violation) => ({ ...violation, tenantId, threadId }));
@@ -69,12 +71,12 @@ function isRoot(snapshot: ThreadSnapshot, checkpoint: CheckpointRecord): boolean
 }
 
 /** Invariant 1: a visible message is always published by a checkpoint that points back at it. */
-function checkPublication(messages: MessageRecord[], checkpoints: Map<string, CheckpointRecord>): Located[] {
+function checkPublication(messages: MessageRecord[], find: FindCheckpoint): Located[] {
   const found: Located[] = [];
   for (const message of messages) {
     if (message.publicationStatus !== "published" && message.publicationStatus !== "fragment") continue;
     const at = { invariant: 1, messageId: message.messageId, checkpointId: message.checkpointId };
-    const checkpoint = checkpoints.get(message.checkpointId);
+    const checkpoint = find(message.checkpointId);
     if (!checkpoint) {
       found.push({
         ...at,
@@ -125,10 +127,10 @@ function checkOperations(operations: OperationRecord[]): Located[] {
 }
 
 /** Invariant 3: runs continue from, and checkpoints descend from, checkpoints of this thread's lineage. */
-function checkLineage(snapshot: ThreadSnapshot, checkpoints: Map<string, CheckpointRecord>): Located[] {
+function checkLineage(snapshot: ThreadSnapshot, find: FindCheckpoint): Located[] {
   const found: Located[] = [];
   for (const run of snapshot.runs) {
-    if (!checkpoints.has(run.baseCheckpointId)) {
+    if (find(run.baseCheckpointId) === undefined) {
       found.push({
         invariant: 3,
         runId: run.runId,
@@ -138,7 +140,7 @@ function checkLineage(snapshot: ThreadSnapshot, checkpoints: Map<string, Checkpo
     }
   }
   const fork = snapshot.thread.forkedFrom;
-  if (fork && checkpoints.get(fork.checkpointId)?.stateVersion !== fork.stateVersion) {
+  if (fork && find(fork.checkpointId)?.stateVersion !== fork.stateVersion) {
     found.push({
       invariant: 3,
       checkpointId: fork.checkpointId,
@@ -148,7 +150,7 @@ function checkLineage(snapshot: ThreadSnapshot, checkpoints: Map<string, Checkpo
   for (const checkpoint of snapshot.checkpoints) {
     if (isRoot(snapshot, checkpoint)) continue;
     const parentId = checkpoint.parentCheckpointId;
-    if (parentId === null || !checkpoints.has(parentId)) {
+    if (parentId === null || find(parentId) === undefined) {
       const missing = parentId === null ? "no parent" : `missing parent ${parentId}`;
       found.push({
         invariant: 3,
@@ -161,7 +163,7 @@ function checkLineage(snapshot: ThreadSnapshot, checkpoints: Map<string, Checkpo
 }
 
 /** Invariant 4: nothing a run publishes is newer than the version at which its cancel was accepted. */
-function checkCancelBoundary(snapshot: ThreadSnapshot, checkpoints: Map<string, CheckpointRecord>): Located[] {
+function checkCancelBoundary(snapshot: ThreadSnapshot, find: FindCheckpoint): Located[] {
   const found: Located[] = [];
   for (const run of snapshot.runs) {
     const at = { invariant: 4, runId: run.runId };
@@ -173,7 +175,7 @@ function checkCancelBoundary(snapshot: ThreadSnapshot, checkpoints: Map<string, 
       }
       continue;
     }
-    const checkpoint = run.cancelCheckpointId === null ? undefined : checkpoints.get(run.cancelCheckpointId);
+    const checkpoint = run.cancelCheckpointId === null ? undefined : find(run.cancelCheckpointId);
     if (!checkpoint || checkpoint.kind !== "cancel_accepted" || checkpoint.stateVersion !== cancelVersion) {
       found.push({
         ...at,
@@ -206,7 +208,7 @@ function checkCancelBoundary(snapshot: ThreadSnapshot, checkpoints: Map<string, 
  * Invariant 5: versions 1..N (a branch: fork version + 1..N), one own checkpoint each, chained by
  * one, with the head on top; a branch's first checkpoint descends from its fork checkpoint.
  */
-function checkVersions(snapshot: ThreadSnapshot, checkpoints: Map<string, CheckpointRecord>): Located[] {
+function checkVersions(snapshot: ThreadSnapshot, find: FindCheckpoint): Located[] {
   const found: Located[] = [];
   const { thread } = snapshot;
   const first = firstVersion(snapshot);
@@ -233,7 +235,7 @@ function checkVersions(snapshot: ThreadSnapshot, checkpoints: Map<string, Checkp
     }
   }
   for (const checkpoint of snapshot.checkpoints) {
-    const parent = checkpoint.parentCheckpointId === null ? undefined : checkpoints.get(checkpoint.parentCheckpointId);
+    const parent = checkpoint.parentCheckpointId === null ? undefined : find(checkpoint.parentCheckpointId);
     const version = checkpoint.stateVersion;
     // A missing parent is invariant 3's finding; only a present one has a version to compare.
     if (isRoot(snapshot, checkpoint) || !parent || parent.stateVersion === version - 1) continue;
@@ -245,9 +247,9 @@ function checkVersions(snapshot: ThreadSnapshot, checkpoints: Map<string, Checkp
         `at v${parent.stateVersion}, not v${version - 1}`,
     });
   }
-  found.push(...checkHead(snapshot, checkpoints));
+  found.push(...checkHead(snapshot, find));
   for (const message of snapshot.messages) {
-    const checkpoint = checkpoints.get(message.checkpointId);
+    const checkpoint = find(message.checkpointId);
     if (!checkpoint || checkpoint.stateVersion === message.stateVersion) continue;
     found.push({
       invariant: 5,
@@ -279,15 +281,16 @@ function checkForkStart(snapshot: ThreadSnapshot, start: CheckpointRecord | unde
 }
 
 /** Part of invariant 5: the thread's head is its newest checkpoint. */
-function checkHead(snapshot: ThreadSnapshot, checkpoints: Map<string, CheckpointRecord>): Located[] {
+function checkHead(snapshot: ThreadSnapshot, find: FindCheckpoint): Located[] {
   const { headCheckpointId } = snapshot.thread;
-  const head = checkpoints.get(headCheckpointId);
+  const head = find(headCheckpointId);
   if (!head) {
     const detail = `head checkpoint ${headCheckpointId} is not in the thread`;
     return [{ invariant: 5, checkpointId: headCheckpointId, detail }];
   }
-  const newest = snapshot.checkpoints.reduce((a, b) => (b.stateVersion > a.stateVersion ? b : a));
-  if (newest.stateVersion === head.stateVersion) return [];
+  // A thread without own checkpoints has its missing versions reported by the version walk.
+  const newest = snapshot.checkpoints.reduce<CheckpointRecord | undefined>((a, b) => (a && a.stateVersion >= b.stateVersion ? a : b), undefined);
+  if (!newest || newest.stateVersion === head.stateVersion) return [];
   return [
     {
       invariant: 5,
@@ -358,10 +361,22 @@ function checkRunTransitions(run: RunRecord, unordered: RunTransitionRecord[]): 
   return found;
 }
 
-/** Invariant 7: the model context built from this history has an outcome for every tool call. */
-function checkToolOutcomes(messages: MessageRecord[]): Located[] {
-  return findOrphanToolCalls(buildModelContext(messages)).map((toolCallId) => ({
+/** Invariant 7: the model context built from the lineage's history has an outcome for every tool call. */
+function checkToolOutcomes(orphanToolCalls: readonly string[]): Located[] {
+  return orphanToolCalls.map((toolCallId) => ({
     invariant: 7,
     detail: `tool call ${toolCallId} has no outcome in model context`,
   }));
+}
+
+/**
+ * Invariant 8: a deleted thread has no run that could still execute or publish. TERMINATE cancels
+ * every run of the thread as it deletes it, so each is terminal or has its cancel accepted (a
+ * `cancel_requested` or `cancelling` run is stopping; if it never ends, its lease says so).
+ */
+function checkDeletedThread(snapshot: ThreadSnapshot): Located[] {
+  if (snapshot.thread.status !== "deleted") return [];
+  return snapshot.runs
+    .filter((run) => run.status === "queued" || run.status === "running" || run.status === "interrupted")
+    .map((run) => ({ invariant: 8, runId: run.runId, detail: `run ${run.runId} is ${run.status} on a deleted thread` }));
 }

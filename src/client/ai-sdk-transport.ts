@@ -56,6 +56,7 @@
 import type { ChatTransport, UIMessage } from "ai";
 import { createTidemarkClient, TidemarkApiError, type TidemarkClient, type TidemarkClientOptions } from "./api-client.js";
 import { createRunId } from "./create-run-id.js";
+import { TidemarkClientError } from "./tidemark-client-error.js";
 import type { RunEventStreamOptions } from "./event-stream.js";
 import { runChunks } from "./run-chunks.js";
 import type { CancelView, StartRunBody, ThreadView } from "./wire-types.js";
@@ -152,7 +153,7 @@ export function createTidemarkTransport<UI_MESSAGE extends UIMessage = UIMessage
       const hooked = await options.threadIdFor?.(chatId);
       if (hooked) return hooked;
       if (!create) return undefined;
-      const thread = await client.createThread({ ai_sdk_chat_id: chatId });
+      const thread = await client.createThread({ metadata: { ai_sdk_chat_id: chatId } });
       await options.onThreadCreated?.({ chatId, threadId: thread.thread_id, thread });
       return thread.thread_id;
     })();
@@ -243,7 +244,7 @@ export function createTidemarkTransport<UI_MESSAGE extends UIMessage = UIMessage
         const overrides = runOverrides(body);
         const input = trigger === "submit-message" ? lastUserText(messages) : undefined;
         threadId = await threadFor(chatId, true);
-        if (threadId === undefined) throw new Error("No Tidemark thread for this chat.");
+        if (threadId === undefined) throw new TidemarkClientError("no_thread", "No Tidemark thread for this chat.");
         // A Stop of the thread's previous run must have landed before the next run starts (and
         // before a Continue reads the head, which that Stop moves).
         await threadStops.get(threadId);
@@ -335,7 +336,8 @@ export function createTidemarkTransport<UI_MESSAGE extends UIMessage = UIMessage
     const [thread, history] = await Promise.all([client.getThread(threadId), client.getHistory(threadId, { limit: 1 })]);
     const last = history.messages.at(-1);
     if (last && last.role !== "user" && last.publication_status === "published") {
-      throw new Error(
+      throw new TidemarkClientError(
+        "answer_published",
         "Tidemark keeps published answers (its history is append-only), so it cannot regenerate this one: send a new message instead, or fork the thread.",
       );
     }
@@ -349,13 +351,13 @@ export function createTidemarkTransport<UI_MESSAGE extends UIMessage = UIMessage
 function lastUserText(messages: readonly UIMessage[]): string {
   const last = messages.at(-1);
   if (!last || last.role !== "user") {
-    throw new Error("A Tidemark run starts from a user message; tool results and approvals go through the Tidemark client.");
+    throw new TidemarkClientError("no_user_text", "A Tidemark run starts from a user message; tool results and approvals go through the Tidemark client.");
   }
   const text = last.parts
     .map((part) => (part.type === "text" ? part.text : ""))
     .filter((part) => part.length > 0)
     .join("\n");
-  if (text.trim().length === 0) throw new Error("The Tidemark transport sends text; this message has none.");
+  if (text.trim().length === 0) throw new TidemarkClientError("no_user_text", "The Tidemark transport sends text; this message has none.");
   return text;
 }
 

@@ -4,7 +4,7 @@
  *
  * @example
  * const client = createTidemarkClient({ baseUrl: "http://127.0.0.1:8787" });
- * const thread = await client.createThread();
+ * const thread = await client.createThread({ title: "Tides" });
  * const run = await client.startRun(thread.thread_id, { input: { role: "user", content: "Hi" } });
  */
 import { TidemarkApiError } from "./tidemark-api-error.js";
@@ -46,8 +46,11 @@ export interface TidemarkClient {
   /** The events URL of a run (`?after=` when afterSeq > 0). */
   eventsUrl(runId: string, afterSeq?: number): string;
   fetch: typeof globalThis.fetch;
-  createThread(metadata?: Record<string, unknown>, options?: RequestOptions): Promise<ThreadView>;
+  /** A new thread; a `title` given here is the user's: the automatic title never replaces it. */
+  createThread(body?: { title?: string; metadata?: Record<string, unknown> }, options?: RequestOptions): Promise<ThreadView>;
   getThread(threadId: string, options?: RequestOptions): Promise<ThreadView>;
+  /** Sets the thread's title (trimmed, 1–200 characters); not a transition: `state_version` stays. */
+  renameThread(threadId: string, title: string, options?: RequestOptions): Promise<ThreadView>;
   /** One page of the tenant's threads, most recently updated first; pass `next_cursor` back as `before`. */
   listThreads(options?: { limit?: number; before?: string | null } & RequestOptions): Promise<ThreadPage>;
   /** TERMINATE: cancels every run of the thread and deletes it (a Stop is {@link cancelRun}). */
@@ -107,9 +110,13 @@ export function createTidemarkClient(options: TidemarkClientOptions): TidemarkCl
     headers,
     fetch: fetchFunction,
     eventsUrl: (runId, afterSeq = 0) => `${baseUrl}${run(runId, "/events")}${afterSeq > 0 ? `?after=${afterSeq}` : ""}`,
-    createThread: (metadata, options = {}) =>
-      request("POST", "/v1/threads", { json: metadata === undefined ? {} : { metadata }, signal: options.signal }),
+    createThread: (body = {}, options = {}) =>
+      request("POST", "/v1/threads", {
+        json: { ...(body.title === undefined ? {} : { title: body.title }), ...(body.metadata === undefined ? {} : { metadata: body.metadata }) },
+        signal: options.signal,
+      }),
     getThread: (threadId, options = {}) => request("GET", thread(threadId), options),
+    renameThread: (threadId, title, options = {}) => request("PATCH", thread(threadId), { json: { title }, signal: options.signal }),
     listThreads: ({ limit, before, signal } = {}) => {
       const query = new URLSearchParams();
       if (limit !== undefined) query.set("limit", String(limit));

@@ -14,15 +14,14 @@ import { canConnectionTransition } from "./connection-state.js";
 import { coalesce } from "./coalesce.js";
 import { createRunId } from "./create-run-id.js";
 import type { RunEventStreamOptions, StreamNotice } from "./event-stream.js";
+import { followResumePoint, resumePointFromCheckpoints, resumePointFromHistory, type ResumePoint } from "./resume-point.js";
 import { createRunFollower } from "./run-follower.js";
 import { reduceRun, runFlags } from "./run-state.js";
 import {
   advanceThread,
   applyHistory,
   applyRunEvent,
-  followResumePoint,
   initialSessionState,
-  resumePointAfterReload,
   startRunBody,
   toSnapshot,
   type AttemptedAction,
@@ -30,6 +29,10 @@ import {
   type SessionState,
 } from "./session-state.js";
 import { conflictFrom } from "./session-conflict.js";
+import { createSessionStop } from "./session-stop.js";
+import { stopAfterRun } from "./stop-state.js";
+import { TidemarkClientError } from "./tidemark-client-error.js";
+import { createWakeablePauses } from "./wakeable-pauses.js";
 import type { CancelView, MessageView, RunView, ThreadView } from "./wire-types.js";
 
 /** Options for {@link createChatSession}. */
@@ -41,14 +44,22 @@ export interface ChatSessionOptions {
   stream?: Pick<RunEventStreamOptions, "heartbeatTimeoutMs" | "retry">;
 }
 
-/** A chat session; every action rejects with the server's TidemarkApiError when it refuses. */
+/**
+ * A chat session. An action the server refuses rejects with its `TidemarkApiError`; one the
+ * session refuses itself (nothing was sent) with a {@link TidemarkClientError}, each with a stable `code`.
+ */
 export interface ChatSession {
   getSnapshot(): ChatSnapshot;
   /** Calls `listener` with every new snapshot; returns the unsubscribe function. */
   subscribe(listener: (snapshot: ChatSnapshot) => void): () => void;
   /** A new message on the thread's head. Resolves undefined on a conflict (see `snapshot.conflict`). */
   send(text: string): Promise<RunView | undefined>;
-  /** Stop: cancels the run; the draft is kept apart and never becomes history. */
+  /**
+   * Stop: cancels the run, and resolves once the server says the run has ended (the last cancel
+   * reply; `undefined` when there was no run to stop). The draft is kept apart and never becomes
+   * history. A cancel that gets no reply is sent again with backoff until it does (`snapshot.stop`
+   * says it is `unconfirmed` meanwhile); the outcome may be `completed` when the Stop came too late.
+   */
   stop(): Promise<CancelView | undefined>;
   /** Runs the stopped step again from the saved point (no new message). */
   continueFromSavedPoint(): Promise<RunView | undefined>;
@@ -66,7 +77,10 @@ export interface ChatSession {
   reload(): Promise<void>;
   /** After a conflict: reload, or branch from the point this session built on and retry there. */
   resolveConflict(choice: "reload" | "branch"): Promise<void>;
-  /** Closes the event stream (connection `disconnected`); the run goes on on the server. */
+  /**
+   * Closes the event stream (connection `disconnected`); the run goes on on the server. A Stop
+   * that has not been confirmed yet is not sent again: its `stop()` rejects with `session_closed`.
+   */
   close(): void;
 }
 
@@ -78,12 +92,18 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
   const listeners = new Set<(snapshot: ChatSnapshot) => void>();
   /** Automatic re-follows per run after a reload notice: at most two, so a broken buffer cannot loop. */
   const refollows = new Map<string, number>();
+  /** Aborted by close(). */
+  const closed = new AbortController();
+  const pauses = createWakeablePauses(closed.signal);
 
   const update = (next: SessionState): void => {
     if (next === state) return;
-    state = next;
+    // However the run's end became known (an event, a status read, a cancel reply), it settles its Stop.
+    const stop = stopAfterRun(next.stop, next.run);
+    state = stop === next.stop ? next : { ...next, stop };
     snapshot = toSnapshot(state);
     for (const listener of listeners) listener(snapshot);
+    pauses.changed();
   };
   const background = (work: Promise<unknown>): void => {
     work.catch((error: unknown) => update({ ...state, error: error instanceof Error ? error : new Error(String(error)) }));
@@ -92,7 +112,9 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
     const threadId = state.threadId;
     if (threadId === null) return;
     const history = await client.getHistory(threadId);
-    update(applyHistory(state, history));
+    const next = applyHistory(state, history);
+    // A read that works again ends the failure an earlier one reported.
+    if (next !== state) update({ ...next, error: null });
   });
 
   function onNotice(notice: StreamNotice): void {
@@ -128,7 +150,7 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
   }
 
   async function startRun(attempted: AttemptedAction): Promise<RunView | undefined> {
-    if (!runFlags(state.run).canSend) throw new Error("The thread's run is still active: stop it first.");
+    if (!runFlags(state.run).canSend) throw new TidemarkClientError("run_in_progress", "The thread's run is still active: stop it first.");
     const body = startRunBody(attempted, state);
     const before = state;
     const runId = createRunId();
@@ -140,6 +162,7 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
       draft: null,
       conflict: null,
       lastCancel: null,
+      stop: null,
       resumePoint: null,
       error: null,
       connection: { status: "idle", failure: null },
@@ -153,8 +176,8 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
       }
       run = await client.startRun(state.threadId!, { ...body, run_id: runId });
     } catch (error) {
-      const { draft, resumePoint, lastCancel } = before;
-      update({ ...state, run: reduceRun(state.run, { type: "start_failed" }), draft, resumePoint, lastCancel, conflict: conflictFrom(error, attempted) });
+      const { draft, resumePoint, lastCancel, stop: lastStop } = before;
+      update({ ...state, run: reduceRun(state.run, { type: "start_failed" }), draft, resumePoint, lastCancel, stop: lastStop, conflict: conflictFrom(error, attempted) });
       if (state.conflict) return undefined;
       throw error;
     }
@@ -165,33 +188,38 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
     return run;
   }
 
-  async function stop(): Promise<CancelView | undefined> {
-    const runId = state.run.runId;
-    if (runId === null || !runFlags(state.run).canStop) return undefined;
-    // From the moment Stop is pressed, the draft no longer grows: it can never be published.
-    if (state.draft?.status === "streaming") update({ ...state, draft: { ...state.draft, status: "stopped" } });
-    const reply = await client.cancelRun(runId);
-    if (state.run.runId !== runId) return reply;
-    let next: SessionState = { ...state, lastCancel: reply, run: reduceRun(state.run, { type: "cancel_reply", reply }) };
-    if (!reply.already_terminal && reply.resume_checkpoint_id !== null && reply.accepted_state_version !== null) {
-      next = advanceThread(next, reply.accepted_state_version, reply.resume_checkpoint_id);
-      next.resumePoint = { checkpointId: reply.resume_checkpoint_id, stateVersion: reply.accepted_state_version };
+  const stop = createSessionStop({
+    client,
+    getState: () => state,
+    update,
+    signal: closed.signal,
+    pause: pauses.pause,
+    onEnded: afterStop,
+  });
+
+  /** The run has ended: a stream that was still trying to reach it has nothing left to follow; history is the truth. */
+  function afterStop(runId: string): void {
+    if (state.run.runId !== runId) return;
+    const status = state.connection.status;
+    if (runFlags(state.run).isTerminal && (status === "failed" || status === "reconnecting" || status === "connecting")) {
+      follower.drop();
+      update({ ...state, connection: { status: "idle", failure: null } });
     }
-    update(next);
-    return reply;
+    background(refreshHistory());
   }
 
   async function branch(): Promise<ThreadView> {
     const threadId = state.threadId;
     const from = state.conflict?.forkCheckpointId ?? state.resumePoint?.checkpointId;
-    if (threadId === null || from == null) throw new Error("There is no saved point to branch from.");
-    if (runFlags(state.run).isActive) throw new Error("The thread's run is still active: stop it first.");
+    if (threadId === null || from == null) throw new TidemarkClientError("no_saved_point", "There is no saved point to branch from.");
+    if (runFlags(state.run).isActive) throw new TidemarkClientError("run_in_progress", "The thread's run is still active: stop it first.");
     const thread = await client.fork(threadId, { checkpoint_id: from });
     follower.drop();
     update({
       ...initialSessionState(thread.thread_id),
       stateVersion: thread.state_version,
       headCheckpointId: thread.head_checkpoint_id,
+      forkedFrom: thread.forked_from,
       // The branch's head builds on the saved point: Continue works there too.
       resumePoint: { checkpointId: thread.head_checkpoint_id, stateVersion: thread.state_version },
     });
@@ -201,7 +229,7 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
 
   async function saveWhatISaw(): Promise<MessageView> {
     const draft = state.draft;
-    if (draft === null || draft.status !== "stopped") throw new Error("There is no stopped draft to save.");
+    if (draft === null || draft.status !== "stopped") throw new TidemarkClientError("no_stopped_draft", "There is no stopped draft to save.");
     // A fragment is saved once the stream is final: wait until the run has really stopped.
     if (!runFlags(state.run).isTerminal) await client.cancelRun(draft.runId, { waitMs: 30_000 });
     const message = await client.saveFragment(draft.runId, { message_id: draft.messageId, last_seq: draft.lastSeq });
@@ -235,7 +263,7 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
 
   async function decide(decision: "approve" | "reject", reason?: string): Promise<RunView> {
     const runId = state.run.runId;
-    if (runId === null || !runFlags(state.run).canApprove) throw new Error("The run is not waiting for a decision.");
+    if (runId === null || !runFlags(state.run).canApprove) throw new TidemarkClientError("run_not_interrupted", "The run is not waiting for a decision.");
     const run = decision === "approve" ? await client.approve(runId) : await client.reject(runId, reason);
     update({ ...state, run: reduceRun(state.run, { type: "observed", run }) });
     return run;
@@ -247,8 +275,10 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
     if (threadId === null) return;
     const [thread, history] = await Promise.all([client.getThread(threadId), client.getHistory(threadId)]);
     if (state.threadId !== threadId) return;
-    let next = applyHistory({ ...state, conflict: null, error: null }, history);
-    next = { ...next, resumePoint: resumePointAfterReload(next) };
+    let next = applyHistory({ ...state, conflict: null, error: null, forkedFrom: thread.forked_from }, history);
+    const resumePoint = await resumePointAfterReload(threadId, next);
+    if (state.threadId !== threadId) return;
+    next = { ...next, resumePoint };
     const known = next.run.runId !== null && !runFlags(next.run).isTerminal ? next.run.runId : null;
     const activeRunId = thread.active_run_id ?? known;
     if (activeRunId === null) return update(next);
@@ -262,6 +292,14 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
     if (runFlags(state.run).isTerminal || isLive || (isAutomatic && count >= 2)) return;
     if (isAutomatic) refollows.set(run.run_id, count + 1);
     follow(run.run_id);
+  }
+
+  /** History decides the resume point unless the head is a fragment, a deletion or a branch point: then the checkpoints do. */
+  async function resumePointAfterReload(threadId: string, reloaded: SessionState): Promise<ResumePoint | null> {
+    const fromHistory = resumePointFromHistory(reloaded);
+    if (fromHistory !== undefined || reloaded.headCheckpointId === null || reloaded.stateVersion === null) return fromHistory ?? null;
+    const { checkpoints } = await client.listCheckpoints(threadId);
+    return resumePointFromCheckpoints(checkpoints, reloaded.headCheckpointId, reloaded.stateVersion);
   }
 
   async function resolveConflict(choice: "reload" | "branch"): Promise<void> {
@@ -300,6 +338,9 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
     reject: loaded((reason?: string) => decide("reject", reason)),
     reload: () => (loading = reload()),
     resolveConflict: loaded(resolveConflict),
-    close: () => follower.close(),
+    close: () => {
+      closed.abort();
+      follower.close();
+    },
   };
 }

@@ -11,6 +11,7 @@
  */
 export { createTidemarkClient, type TidemarkClient, type TidemarkClientOptions } from "./api-client.js";
 export { TidemarkApiError } from "./tidemark-api-error.js";
+export { CLIENT_ERROR_CODES, TidemarkClientError, type TidemarkClientErrorCode } from "./tidemark-client-error.js";
 export type {
   CancelView,
   CheckpointView,
@@ -49,7 +50,9 @@ export {
   type RunState,
 } from "./run-state.js";
 export { createChatSession, type ChatSession, type ChatSessionOptions } from "./chat-session.js";
-export type { AttemptedAction, ChatActions, ChatConflict, ChatDraft, ChatSnapshot, ResumePoint } from "./session-state.js";
+export type { AttemptedAction, ChatActions, ChatConflict, ChatDraft, ChatSnapshot } from "./session-state.js";
+export type { ResumePoint } from "./resume-point.js";
+export { isStopPending, type StopOutcome, type StopState, type StopStatus } from "./stop-state.js";
 export { createRunId } from "./create-run-id.js";
 export {
   createTidemarkTransport,

@@ -123,3 +123,14 @@ describe("the session's pure state", () => {
     expect(toSnapshot(restored)).toEqual(toSnapshot(state));
   });
 });
+
+describe("the actions while a Stop is pending", () => {
+  it("offers no second Stop, no approval and no save until the server answered; a completed run offers no save", () => {
+    const state = apply(running(), delta("Seen"));
+    const pending: SessionState = { ...state, draft: { ...state.draft!, status: "stopped" }, stop: { runId: RUN_ID, status: "unconfirmed", failedAttempts: 1, failure: "down", outcome: null } };
+    expect(availableActions(pending)).toMatchObject({ canStop: false, canSend: false, canSaveWhatISaw: false, canContinue: false });
+    const tooLate = apply(pending, event("run.completed", { state_version: 3, published_message_id: "msg_a" }));
+    expect(tooLate.stop).toMatchObject({ status: "confirmed", outcome: "completed" });
+    expect(availableActions(tooLate)).toMatchObject({ canSaveWhatISaw: false, canSend: true, canContinue: false });
+  });
+});

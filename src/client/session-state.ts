@@ -5,8 +5,13 @@
  */
 import type { RunEvent } from "../core/run-event.js";
 import { connectionFlags, type ConnectionFailure, type ConnectionFlags, type ConnectionStatus } from "./connection-state.js";
+import type { ResumePoint } from "./resume-point.js";
 import { IDLE_RUN, reduceRun, runFlags, type RunFlags, type RunState } from "./run-state.js";
-import type { CancelView, HistoryMarker, HistoryView, MessageView, OperationView, StartRunBody } from "./wire-types.js";
+import { isStopPending, stopAfterRun, type StopState } from "./stop-state.js";
+import { TidemarkClientError } from "./tidemark-client-error.js";
+import type { CancelView, HistoryMarker, HistoryView, MessageView, OperationView, StartRunBody, ThreadView } from "./wire-types.js";
+
+export type { ResumePoint } from "./resume-point.js";
 
 /**
  * The text of the message being streamed, kept apart from history. `stopped`: a Stop was
@@ -37,12 +42,6 @@ export interface ChatConflict {
   attempted: AttemptedAction;
 }
 
-/** The checkpoint a continuation builds on, with the version to send as `expected_state_version`. */
-export interface ResumePoint {
-  checkpointId: string;
-  stateVersion: number;
-}
-
 /** Everything the session knows. */
 export interface SessionState {
   threadId: string | null;
@@ -56,7 +55,11 @@ export interface SessionState {
   connection: { status: ConnectionStatus; failure: ConnectionFailure | null };
   conflict: ChatConflict | null;
   lastCancel: CancelView | null;
+  /** The last Stop pressed in this session, until a new run starts: pending until the server confirmed the run's end. */
+  stop: StopState | null;
   resumePoint: ResumePoint | null;
+  /** Where this thread was branched from (null for a thread that is not a branch, or not loaded yet). */
+  forkedFrom: ThreadView["forked_from"];
   /** The last failure of background work (a history refresh, a reload). */
   error: Error | null;
 }
@@ -95,7 +98,9 @@ export function initialSessionState(threadId: string | null): SessionState {
     connection: { status: "idle", failure: null },
     conflict: null,
     lastCancel: null,
+    stop: null,
     resumePoint: null,
+    forkedFrom: null,
     error: null,
   };
 }
@@ -110,15 +115,11 @@ export function advanceThread(state: SessionState, stateVersion: number | null, 
   return state;
 }
 
-/** A resume point moved by this session's own transition (a fragment saved or deleted right on it). */
-export function followResumePoint(point: ResumePoint | null, stateVersion: number, checkpointId: string): ResumePoint | null {
-  return point !== null && point.stateVersion === stateVersion - 1 ? { checkpointId, stateVersion } : point;
-}
-
 /** Applies one event of the session's run; `refreshHistory` says history must be read again. */
 export function applyRunEvent(state: SessionState, event: RunEvent, now: Date): { state: SessionState; refreshHistory: boolean } {
   if (event.run_id !== state.run.runId) return { state, refreshHistory: false };
-  let next: SessionState = { ...state, run: reduceRun(state.run, { type: "event", event }) };
+  const run = reduceRun(state.run, { type: "event", event });
+  let next: SessionState = { ...state, run, stop: stopAfterRun(state.stop, run) };
   const draft = next.draft?.runId === event.run_id ? next.draft : null;
   const freeze = (): ChatDraft | null => (draft?.status === "streaming" ? { ...draft, status: "stopped" } : next.draft);
   switch (event.type) {
@@ -210,16 +211,19 @@ export function applyHistory(state: SessionState, history: HistoryView): Session
 export function availableActions(state: SessionState): ChatActions {
   const run = runFlags(state.run);
   const isFree = run.canSend && state.conflict === null;
+  // A Stop already on its way (or being retried) is not pressed twice.
+  const isStopping = isStopPending(state.stop) && state.stop?.runId === state.run.runId;
   const canResume = isFree && state.resumePoint !== null && state.threadId !== null;
   return {
     canSend: isFree,
-    canStop: run.canStop,
+    canStop: run.canStop && !isStopping,
     canContinue: canResume,
     canChangeAndContinue: canResume,
     canBranch: (canResume && state.resumePoint !== null) || state.conflict?.forkCheckpointId != null,
     canDeleteDraft: state.draft !== null && !run.isActive,
-    canSaveWhatISaw: state.draft?.status === "stopped" && (run.isTerminal || run.isCancelling),
-    canApprove: run.canApprove,
+    // Not once the run completed: the Stop came too late, and the whole answer is saved.
+    canSaveWhatISaw: state.draft?.status === "stopped" && (run.isTerminal || run.isCancelling) && state.run.status !== "completed",
+    canApprove: run.canApprove && !isStopping,
     canResolveConflict: state.conflict !== null,
   };
 }
@@ -238,13 +242,6 @@ export function toSnapshot(state: SessionState): ChatSnapshot {
 export function startRunBody(attempted: AttemptedAction, state: SessionState): StartRunBody {
   const input = attempted.kind === "continue" ? {} : { input: { role: "user" as const, content: attempted.text } };
   if (attempted.kind === "send") return { ...input, expected_state_version: state.stateVersion ?? undefined };
-  if (state.resumePoint === null) throw new Error("There is no saved point to continue from.");
+  if (state.resumePoint === null) throw new TidemarkClientError("no_saved_point", "There is no saved point to continue from.");
   return { ...input, resume_from_checkpoint_id: state.resumePoint.checkpointId, expected_state_version: state.resumePoint.stateVersion };
-}
-
-/** Continue is offered after a reload only while the last Stop's checkpoint is still the head. */
-export function resumePointAfterReload(state: SessionState): ResumePoint | null {
-  if (state.resumePoint?.checkpointId === state.headCheckpointId) return state.resumePoint;
-  const last = state.markers.filter((marker) => marker.type === "interrupted_response").at(-1);
-  return last && last.checkpoint_id === state.headCheckpointId ? { checkpointId: last.checkpoint_id, stateVersion: last.state_version } : null;
 }

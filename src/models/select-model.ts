@@ -19,9 +19,19 @@ export const MODEL_SPECS = ["demo", "openai-compatible:<model>", "openai:<model>
  *   `ANTHROPIC_API_KEY`, or `TIDEMARK_OPENAI_API_KEY` / `TIDEMARK_ANTHROPIC_API_KEY`).
  * `TIDEMARK_PROVIDER_CANCEL_URL` adds an explicit cancel call to any of the last three.
  * Real models retry retryable failures before their first token.
+ *
+ * A configuration that cannot work (a provider without its API key, an address that is not an
+ * http(s) URL, a pace that is not a number) throws here, so the server refuses to start instead
+ * of failing every run; the message names the setting and never repeats its value.
  */
 export function selectModel(spec: string, env: Record<string, string | undefined> = process.env, onBackgroundError?: (error: unknown) => void): ChatModel {
-  const number = (name: string): number | undefined => (env[name] ? Number(env[name]) : undefined);
+  const number = (name: string): number | undefined => {
+    const value = setting(env, name);
+    if (value === undefined) return undefined;
+    const parsed = Number(value);
+    if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`${name} must be a number of at least 0.`);
+    return parsed;
+  };
   if (spec === "demo") {
     return createDemoModel({ wordsPerSecond: number("TIDEMARK_DEMO_WORDS_PER_SECOND"), wordCount: number("TIDEMARK_DEMO_WORDS") });
   }
@@ -29,24 +39,47 @@ export function selectModel(spec: string, env: Record<string, string | undefined
   const provider = separator > 0 ? spec.slice(0, separator) : "";
   const name = spec.slice(separator + 1);
   if (!name) throw new Error(`--model ${spec}: name the model, e.g. ${provider || "openai-compatible"}:llama3.1`);
-  const cancel: ProviderCancelOptions | undefined = env.TIDEMARK_PROVIDER_CANCEL_URL
-    ? { url: env.TIDEMARK_PROVIDER_CANCEL_URL, tokenHeader: env.TIDEMARK_PROVIDER_CANCEL_HEADER }
-    : undefined;
+  const cancelUrl = httpUrl(env, "TIDEMARK_PROVIDER_CANCEL_URL");
+  const cancel: ProviderCancelOptions | undefined = cancelUrl ? { url: cancelUrl, tokenHeader: setting(env, "TIDEMARK_PROVIDER_CANCEL_HEADER") } : undefined;
   switch (provider) {
     case "openai-compatible": {
-      const baseURL = env.TIDEMARK_OPENAI_BASE_URL;
+      const baseURL = httpUrl(env, "TIDEMARK_OPENAI_BASE_URL");
       if (!baseURL) throw new Error("--model openai-compatible:… needs TIDEMARK_OPENAI_BASE_URL (e.g. http://127.0.0.1:11434/v1).");
-      return withRetries(createOpenAICompatibleModel({ model: name, baseURL, apiKey: env.TIDEMARK_OPENAI_API_KEY, cancel, onBackgroundError }));
+      return withRetries(createOpenAICompatibleModel({ model: name, baseURL, apiKey: setting(env, "TIDEMARK_OPENAI_API_KEY"), cancel, onBackgroundError }));
     }
     case "openai": {
-      const openai = createOpenAI({ apiKey: env.TIDEMARK_OPENAI_API_KEY ?? env.OPENAI_API_KEY, baseURL: env.TIDEMARK_OPENAI_BASE_URL });
+      const apiKey = setting(env, "TIDEMARK_OPENAI_API_KEY") ?? setting(env, "OPENAI_API_KEY");
+      if (!apiKey) throw new Error(`--model ${spec} needs an API key: set OPENAI_API_KEY (or TIDEMARK_OPENAI_API_KEY).`);
+      const openai = createOpenAI({ apiKey, baseURL: httpUrl(env, "TIDEMARK_OPENAI_BASE_URL") });
       return withRetries(fromAISDKModel(openai.chat(name), { id: spec, cancel, onBackgroundError }));
     }
     case "anthropic": {
-      const anthropic = createAnthropic({ apiKey: env.TIDEMARK_ANTHROPIC_API_KEY ?? env.ANTHROPIC_API_KEY });
+      const apiKey = setting(env, "TIDEMARK_ANTHROPIC_API_KEY") ?? setting(env, "ANTHROPIC_API_KEY");
+      if (!apiKey) throw new Error(`--model ${spec} needs an API key: set ANTHROPIC_API_KEY (or TIDEMARK_ANTHROPIC_API_KEY).`);
+      const anthropic = createAnthropic({ apiKey });
       return withRetries(fromAISDKModel(anthropic(name), { id: spec, cancel, onBackgroundError }));
     }
     default:
       throw new Error(`Unknown model "${spec}". Use one of: ${MODEL_SPECS.join(", ")}.`);
   }
+}
+
+/** A setting's value; an empty or blank one counts as unset. */
+function setting(env: Record<string, string | undefined>, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}
+
+/** A setting that must be an http(s) URL (it may hold credentials, so the message never repeats it). */
+function httpUrl(env: Record<string, string | undefined>, name: string): string | undefined {
+  const value = setting(env, name);
+  if (value === undefined) return undefined;
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(value).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== "http:" && protocol !== "https:") throw new Error(`${name} must be an http:// or https:// URL.`);
+  return value;
 }

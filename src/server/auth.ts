@@ -6,16 +6,34 @@ import type { AppEnv } from "./app-env.js";
 /** The tenant served when no API keys are configured (local, loopback-only use). */
 export const LOCAL_TENANT = "local";
 
-/** Parses `TIDEMARK_API_KEYS=key:tenant,key2:tenant2` into key → tenant. */
+/**
+ * Parses `TIDEMARK_API_KEYS=key:tenant,key2:tenant2` into key → tenant. A malformed list (an entry
+ * without its key, its tenant or the colon between them, or a key given twice) throws an error
+ * that names the entry by its number, never by its text: the text holds a secret.
+ */
 export function parseApiKeys(value: string | undefined): Map<string, string> {
   const keys = new Map<string, string>();
-  for (const entry of (value ?? "").split(",").map((part) => part.trim()).filter(Boolean)) {
+  const entryOf = new Map<string, number>();
+  const fail = (problem: string): never => {
+    throw new Error(`TIDEMARK_API_KEYS: ${problem}. Write key:tenant entries separated by commas.`);
+  };
+  const entries = (value ?? "").split(",");
+  entries.forEach((raw, index) => {
+    const entry = raw.trim();
+    // A trailing or doubled comma is harmless.
+    if (!entry) return;
+    const number = index + 1;
     const separator = entry.lastIndexOf(":");
+    if (separator < 0) fail(`entry ${number} of ${entries.length} has no ":" between its key and its tenant`);
     const key = entry.slice(0, separator).trim();
     const tenant = entry.slice(separator + 1).trim();
-    if (separator <= 0 || !key || !tenant) throw new Error(`TIDEMARK_API_KEYS entry "${entry.slice(0, 4)}…" is not key:tenant`);
+    if (!key) fail(`entry ${number} of ${entries.length} has no key before its ":"`);
+    if (!tenant) fail(`entry ${number} of ${entries.length} has no tenant after its ":"`);
+    const first = entryOf.get(key);
+    if (first !== undefined) fail(`entries ${first} and ${number} have the same key (a key names one tenant)`);
+    entryOf.set(key, number);
     keys.set(key, tenant);
-  }
+  });
   return keys;
 }
 

@@ -251,17 +251,16 @@ export interface TakeOverLeaseInput {
   now: number;
 }
 
-/** Everything `tidemark check` needs to know about one thread. */
+/**
+ * Everything `tidemark check` needs to know about one thread: its own rows only. A branch's shared
+ * prefix is its ancestors' rows, which the scan yields before it (see {@link Store.scanThreads}).
+ */
 export interface ThreadSnapshot {
   thread: ThreadRecord;
-  /** The thread's own messages (a branch's shared prefix is in `inheritedMessages`). */
+  /** The thread's own messages, in position order. */
   messages: MessageRecord[];
-  /** The thread's own checkpoints. */
+  /** The thread's own checkpoints, in version order. */
   checkpoints: CheckpointRecord[];
-  /** A branch's shared prefix: its ancestors' checkpoints up to the fork point, oldest first (absent or empty for a root thread). */
-  inheritedCheckpoints?: CheckpointRecord[];
-  /** A branch's shared prefix of messages, in order, as the branch sees them. */
-  inheritedMessages?: MessageRecord[];
   runs: RunRecord[];
   transitions: RunTransitionRecord[];
   operations: OperationRecord[];
@@ -465,7 +464,13 @@ export interface Store {
   appendTrace(trace: TraceRecord): Promise<void>;
   listTraces(tenantId: string, runId: string): Promise<TraceRecord[]>;
 
-  /** System-level: every thread with its rows, for `tidemark check`. */
+  /**
+   * System-level: every thread with its own rows, for `tidemark check`, deleted ones too. Each
+   * branch comes after its parent, depth first (a thread's whole subtree before the next root), and
+   * a thread's branches latest fork point first, so the checker keeps only the current chain of
+   * ancestors and reuses it; a thread whose parent is missing comes after the rest. Each snapshot is
+   * read in one transaction.
+   */
   scanThreads(): AsyncIterable<ThreadSnapshot>;
   close(): Promise<void>;
 }

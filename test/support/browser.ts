@@ -37,8 +37,12 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-/** Launches headless chromium with a fresh profile. */
-export async function launchBrowser(): Promise<TestBrowser> {
+/** A desktop window, and a phone (an iPhone 12–15's CSS viewport). */
+export const DESKTOP = { width: 1280, height: 800 } as const;
+export const PHONE = { width: 390, height: 844 } as const;
+
+/** Launches headless chromium with a fresh profile, at a desktop size unless `phone` (a touch screen of 390×844). */
+export async function launchBrowser(options: { phone?: boolean } = {}): Promise<TestBrowser> {
   const scratch = mkdtempSync(join(tmpdir(), "tidemark-chromium-"));
   const context = await chromium.launchPersistentContext(scratch, {
     executablePath: CHROMIUM,
@@ -53,7 +57,8 @@ export async function launchBrowser(): Promise<TestBrowser> {
       "--disable-component-update",
       "--disable-sync",
     ],
-    viewport: { width: 1200, height: 800 },
+    viewport: options.phone ? PHONE : DESKTOP,
+    ...(options.phone ? { isMobile: true, hasTouch: true, deviceScaleFactor: 2 } : {}),
     colorScheme: "light",
     reducedMotion: "reduce",
   });

@@ -1,57 +1,36 @@
 /**
- * The web app: threads on the left; on the right the open thread's saved history, the draft
- * being streamed (kept apart and marked as not saved), the composer with Stop, and after a Stop
- * only the actions the server can carry out. All state comes from the client SDK's chat session.
+ * The web app: threads on the left (a drawer on a phone); on the right the open thread's saved
+ * history with each external action where it happened, the draft being streamed (kept apart and
+ * marked as not saved), the composer with Stop (always in view), and after a Stop only the
+ * actions the server can carry out. All state comes from the client SDK's chat session.
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { TidemarkApiError, type ChatSnapshot } from "../../src/client/index.js";
+import { TidemarkApiError, type ThreadView } from "../../src/client/index.js";
 import { ApiKeyForm } from "./components/api-key-form.js";
+import { ApprovalBar } from "./components/approval-bar.js";
+import { BranchOrigin } from "./components/branch-origin.js";
 import { Composer } from "./components/composer.js";
 import { ConflictDialog } from "./components/conflict-dialog.js";
 import { ConnectionBanner } from "./components/connection-banner.js";
 import { Conversation } from "./components/conversation.js";
+import { DeleteThreadDialog } from "./components/delete-thread-dialog.js";
 import { ErrorNotice } from "./components/error-notice.js";
-import { OperationList } from "./components/operation-list.js";
+import { StopNotice } from "./components/stop-notice.js";
 import { StoppedActions } from "./components/stopped-actions.js";
 import { ThreadList } from "./components/thread-list.js";
+import { composerHint } from "./composer-hint.js";
 import { createPageClient, storeApiKey, storedApiKey } from "./create-client.js";
+import { describeError } from "./describe-error.js";
+import { runStatusText } from "./run-status-text.js";
+import { stopView } from "./stop-view.js";
 import { threadTitle } from "./thread-title.js";
 import { useChatSession, type ThreadChange } from "./use-chat-session.js";
+import { usePerform } from "./use-perform.js";
 import { useRoute } from "./use-route.js";
 import { useThreadList } from "./use-thread-list.js";
+import { useThreadSummary } from "./use-thread-summary.js";
 
-/** What went wrong, in words a user can act on (the server's messages are already safe to show). */
-function describeError(error: unknown): string {
-  if (TidemarkApiError.isInstance(error)) return error.message;
-  if (error instanceof TypeError) return "The server cannot be reached. Check that Tidemark is running, then try again.";
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** What the run is doing, for the status line screen readers announce. */
-function runStatusText(snapshot: ChatSnapshot | null): string {
-  switch (snapshot?.run.status) {
-    case "starting":
-    case "queued":
-      return "Sending…";
-    case "running":
-      return "The assistant is answering.";
-    case "interrupted":
-      return "The run waits for your approval.";
-    case "cancel_requested":
-    case "cancelling":
-      return "Stopping…";
-    case "cancelled":
-      return "Stopped. The unfinished answer was not saved.";
-    case "completed":
-      return "The answer is saved.";
-    case "failed":
-      return "The run failed.";
-    default:
-      return "";
-  }
-}
-
-/** The whole page: the thread list, the open thread's conversation and composer, and the conflict dialog. */
+/** The whole page: the thread list, the open thread's conversation and composer, and the dialogs. */
 export function App() {
   const [apiKey, setApiKey] = useState(storedApiKey);
   const client = useMemo(() => createPageClient(apiKey), [apiKey]);
@@ -68,57 +47,54 @@ export function App() {
     [openThread, refreshThreads],
   );
   const { session, snapshot } = useChatSession(client, route.threadId, onThreadChange);
-  const [busyAction, setBusyAction] = useState<string | null>(null);
-  const [actionError, setActionError] = useState<string | null>(null);
+  const { busyAction, actionError, setActionError, perform } = usePerform();
   const [dismissedError, setDismissedError] = useState<Error | null>(null);
   const [shouldFocusStopped, setShouldFocusStopped] = useState(false);
+  const [composerText, setComposerText] = useState("");
+  const [isDrawerOpen, setIsDrawerOpen] = useState(false);
+  const [deleting, setDeleting] = useState<{ thread: ThreadView; title: string } | null>(null);
   const composerInput = useRef<HTMLTextAreaElement>(null);
+  const menuButton = useRef<HTMLButtonElement>(null);
 
   // The list shows titles, times and busy threads: read it again when the open thread moves.
-  const listKey = `${snapshot?.threadId}:${snapshot?.stateVersion}:${snapshot?.run.isActive}`;
+  const listKey = `${snapshot?.threadId}:${snapshot?.stateVersion}:${snapshot?.run.isActive}:${snapshot?.history.length}`;
   useEffect(() => {
     if (snapshot?.threadId) refreshThreads();
   }, [listKey, refreshThreads, snapshot?.threadId]);
 
-  const perform = useCallback(async <T,>(name: string, work: () => Promise<T>): Promise<T | undefined> => {
-    setBusyAction(name);
-    setActionError(null);
-    try {
-      return await work();
-    } catch (error) {
-      setActionError(describeError(error));
-      return undefined;
-    } finally {
-      setBusyAction(null);
-    }
-  }, []);
-
   const focusComposer = (): void => {
     requestAnimationFrame(() => composerInput.current?.focus());
   };
+  /** Clears the message field once `text` was sent, unless the user has typed something else meanwhile. */
+  const clearSent = (text: string): void => setComposerText((current) => (current === text ? "" : current));
 
-  const onSend = async (text: string): Promise<boolean> => {
-    if (!session) return false;
-    return (await perform("send", () => session.send(text))) !== undefined;
+  const onSend = (text: string): void => {
+    if (!session) return;
+    void perform("send", () => session.send(text)).then((run) => {
+      if (run !== undefined) clearSent(text);
+    });
   };
 
   const onStop = (): void => {
     if (!session) return;
     void perform("stop", async () => {
       const reply = await session.stop();
-      setShouldFocusStopped(true);
+      if (session.getSnapshot().stop?.outcome === "cancelled") setShouldFocusStopped(true);
       return reply;
     });
   };
 
-  const onBranch = (): void => {
-    if (!session) return;
-    void perform("branch", () => session.branch()).then(focusComposer);
-  };
-
   const onResolveConflict = (choice: "reload" | "branch"): void => {
-    if (!session) return;
-    void perform(choice === "reload" ? "reload" : "branch", () => session.resolveConflict(choice)).then(focusComposer);
+    const attempted = snapshot?.conflict?.attempted;
+    if (!session || !attempted) return;
+    void perform(choice, async () => {
+      await session.resolveConflict(choice);
+      return session.getSnapshot().conflict === null;
+    }).then((isResolved) => {
+      // "Start a branch" sent the message there: it must not stay in the field to be sent twice.
+      if (isResolved && choice === "branch" && attempted.kind === "send") clearSent(attempted.text);
+      focusComposer();
+    });
   };
 
   const onContinue = (): void => {
@@ -143,10 +119,36 @@ export function App() {
     });
   };
 
-  const onNewThread = (): void => {
-    openThread(null);
+  const onSelectThread = (threadId: string | null): void => {
+    setIsDrawerOpen(false);
     setActionError(null);
+    openThread(threadId);
+  };
+
+  const onNewThread = (): void => {
+    onSelectThread(null);
     focusComposer();
+  };
+
+  const onCloseDrawer = (): void => {
+    setIsDrawerOpen(false);
+    menuButton.current?.focus();
+  };
+
+  const onRename = async (threadId: string, title: string): Promise<boolean> => {
+    const renamed = await perform("rename", () => client.renameThread(threadId, title));
+    refreshThreads();
+    return renamed !== undefined;
+  };
+
+  const onConfirmDelete = (): void => {
+    if (!deleting) return;
+    const { thread_id: threadId } = deleting.thread;
+    void perform("delete_thread", () => client.deleteThread(threadId)).then((deleted) => {
+      setDeleting(null);
+      if (deleted && threadId === (snapshot?.threadId ?? route.threadId)) openThread(null);
+      refreshThreads();
+    });
   };
 
   const onApiKey = (key: string): void => {
@@ -164,32 +166,16 @@ export function App() {
     return ids;
   }, [snapshot?.markers, run?.runId, run?.isCancelling, run?.status]);
 
-  const stoppedPhase: "stopping" | "stopped" | null = !run
-    ? null
-    : run.isCancelling
-      ? "stopping"
-      : run.status === "cancelled" || (run.status === "idle" && snapshot?.resumePoint)
-        ? "stopped"
-        : null;
-  const lastUserRequest = [...(snapshot?.history ?? [])].reverse().find((message) => message.role === "user")?.content ?? "";
   const title = snapshot?.threadId ? threadTitle(threadList.threads, snapshot.threadId) : "New thread";
+  const origin = useThreadSummary(client, snapshot?.forkedFrom?.thread_id ?? null, threadList.threads);
   const isUnauthorized = TidemarkApiError.isInstance(threadList.error) && threadList.error.status === 401;
-  const backgroundError = snapshot?.error && snapshot.error !== dismissedError ? snapshot.error : null;
-
-  const composerHint = !run
-    ? null
-    : snapshot?.conflict
-      ? "The thread changed elsewhere: reload it or start a branch first."
-      : run.isAwaitingApproval
-        ? "The run waits for your decision on the external action above. Stop also works."
-        : run.isCancelling
-          ? "Stopping… the thread can be used again as soon as the run has really stopped."
-          : run.isRunning
-            ? "The answer is being written. Stop (or Esc) ends it; nothing unfinished is saved."
-            : null;
+  const stops = stopView(snapshot);
+  // While a Stop is unconfirmed its notice already says the server cannot be reached: one alert, not two.
+  const backgroundError = snapshot?.error && snapshot.error !== dismissedError && !stops.isUnconfirmed ? describeError(snapshot.error) : null;
+  const pendingApproval = run?.isAwaitingApproval ? run.pendingApproval : null;
 
   return (
-    <div className="app">
+    <div className={`app${isDrawerOpen ? " drawer-open" : ""}`}>
       <a className="skip-link" href="#composer-input">
         Skip to the message field
       </a>
@@ -198,45 +184,65 @@ export function App() {
         selectedThreadId={snapshot?.threadId ?? route.threadId}
         hasMore={threadList.hasMore}
         isLoading={threadList.isLoading}
-        error={isUnauthorized ? null : (threadList.error?.message ?? null)}
-        onSelect={(threadId) => openThread(threadId)}
+        error={isUnauthorized || !threadList.error ? null : describeError(threadList.error)}
+        isOpen={isDrawerOpen}
+        onClose={onCloseDrawer}
+        onSelect={onSelectThread}
         onCreate={onNewThread}
         onLoadMore={threadList.loadMore}
+        onRename={onRename}
+        onDelete={(thread, threadName) => setDeleting({ thread, title: threadName })}
       >
         {isUnauthorized && <ApiKeyForm hasKey={apiKey !== null} onSubmit={onApiKey} />}
       </ThreadList>
+      <div className="drawer-backdrop" aria-hidden="true" onClick={onCloseDrawer} />
       <main className="main" aria-labelledby="conversation-title">
         <header className="conversation-header">
+          <button
+            type="button"
+            ref={menuButton}
+            className="menu-button"
+            aria-label="Show the thread list"
+            aria-controls="thread-drawer"
+            aria-expanded={isDrawerOpen}
+            onClick={() => setIsDrawerOpen(true)}
+          >
+            <span aria-hidden="true">☰</span>
+          </button>
           <h2 id="conversation-title">{title}</h2>
-          {snapshot?.stateVersion != null && <span className="version">version {snapshot.stateVersion}</span>}
         </header>
-        {snapshot && (
+        {snapshot?.forkedFrom && (
+          <BranchOrigin
+            origin={snapshot.forkedFrom}
+            originTitle={origin.title}
+            isOriginDeleted={origin.isDeleted}
+            canContinue={stops.isOriginsStop && actions?.canContinue === true}
+            isBusy={busyAction !== null}
+            onOpenOrigin={(threadId) => onSelectThread(threadId)}
+            onContinue={onContinue}
+          />
+        )}
+        {snapshot && !stops.isUnconfirmed && (
           <ConnectionBanner
             status={snapshot.connection.status}
             failure={snapshot.connection.failure}
             onReload={() => void perform("reload", () => session!.reload())}
           />
         )}
-        <div className="conversation-body">
-          <Conversation
-            threadId={snapshot?.threadId ?? null}
-            history={snapshot?.history ?? []}
-            markers={snapshot?.markers ?? []}
-            draft={draft}
-            isWaiting={run?.isRunning === true}
-            tailKey={`${run?.status}:${snapshot?.operations.length}:${actionError}`}
-          />
-          {snapshot && (run?.pendingApproval || snapshot.operations.length > 0) && (
-            <OperationList
-              operations={snapshot.operations}
-              pendingApproval={run?.isAwaitingApproval ? run.pendingApproval : null}
-              stoppedRunIds={stoppedRunIds}
-              busyAction={busyAction}
-              onApprove={() => void perform("approve", () => session!.approve())}
-              onReject={() => void perform("reject", () => session!.reject())}
-              onConfirm={onConfirm}
-            />
-          )}
+        <Conversation
+          threadId={snapshot?.threadId ?? null}
+          history={snapshot?.history ?? []}
+          markers={snapshot?.markers ?? []}
+          operations={snapshot?.operations ?? []}
+          pendingApproval={pendingApproval}
+          stoppedRunIds={stoppedRunIds}
+          draft={draft}
+          isStopUnconfirmed={stops.isUnconfirmed}
+          isWaiting={run?.isRunning === true && !stops.isPending}
+          isBusy={busyAction !== null}
+          onConfirm={onConfirm}
+          tailKey={`${run?.status}:${stops.panel}:${stops.isTooLate}:${actionError}:${backgroundError}`}
+        >
           {run?.status === "failed" && (
             <div className="panel error" role="alert">
               <p>
@@ -244,15 +250,15 @@ export function App() {
               </p>
             </div>
           )}
-          {snapshot?.lastCancel?.already_terminal && run?.status === "completed" && (
+          {stops.isTooLate && (
             <div className="panel" role="status">
               <p>Too late to stop: the answer had already been completed and saved.</p>
             </div>
           )}
-          {stoppedPhase && actions && (
+          {stops.panel && actions && (
             <StoppedActions
-              phase={stoppedPhase}
-              acceptedVersion={snapshot?.lastCancel?.accepted_state_version ?? snapshot?.resumePoint?.stateVersion ?? null}
+              phase={stops.panel}
+              resumeVersion={snapshot?.resumePoint?.stateVersion ?? null}
               activeOperation={run?.activeOperation ?? null}
               draftStatus={draft?.status ?? null}
               canContinue={actions.canContinue}
@@ -261,37 +267,49 @@ export function App() {
               canDeleteDraft={actions.canDeleteDraft}
               canSaveWhatISaw={actions.canSaveWhatISaw}
               busyAction={busyAction}
-              lastRequest={lastUserRequest}
               shouldFocus={shouldFocusStopped}
               onFocused={() => setShouldFocusStopped(false)}
               onContinue={onContinue}
               onChangeAndContinue={onChangeAndContinue}
-              onBranch={onBranch}
+              onBranch={() => void perform("branch", () => session!.branch()).then(focusComposer)}
               onDeleteDraft={() => void perform("delete", () => session!.deleteDraft())}
               onSaveWhatISaw={() => void perform("save", () => session!.saveWhatISaw())}
             />
           )}
+          {/* One alert for one problem: a refused action and a failed read that say the same are shown once. */}
           {actionError && <ErrorNotice message={actionError} onDismiss={() => setActionError(null)} />}
-          {backgroundError && (
+          {backgroundError && backgroundError !== actionError && (
             <ErrorNotice
-              message={describeError(backgroundError)}
-              onDismiss={() => setDismissedError(backgroundError)}
+              message={backgroundError}
+              onDismiss={() => setDismissedError(snapshot?.error ?? null)}
               onReload={() => void perform("reload", () => session!.reload())}
             />
           )}
-        </div>
+        </Conversation>
         <p className="visually-hidden" role="status">
           {runStatusText(snapshot)}
         </p>
         <Composer
           inputRef={composerInput}
+          text={composerText}
+          onTextChange={setComposerText}
           canSend={actions?.canSend === true && busyAction === null}
           canStop={actions?.canStop === true}
-          isStopping={run?.isCancelling === true || busyAction === "stop"}
-          hint={composerHint}
+          isStopping={run?.isCancelling === true || stops.isPending}
+          hint={composerHint(snapshot, stops)}
           onSend={onSend}
           onStop={onStop}
-        />
+        >
+          {stops.isUnconfirmed && <StopNotice failure={snapshot?.stop?.failure ?? null} />}
+          {pendingApproval && !stops.isPending && (
+            <ApprovalBar
+              approval={pendingApproval}
+              busyAction={busyAction}
+              onApprove={() => void perform("approve", () => session!.approve())}
+              onReject={() => void perform("reject", () => session!.reject())}
+            />
+          )}
+        </Composer>
       </main>
       {snapshot?.conflict && (
         <ConflictDialog
@@ -303,6 +321,9 @@ export function App() {
           onReload={() => onResolveConflict("reload")}
           onBranch={() => onResolveConflict("branch")}
         />
+      )}
+      {deleting && (
+        <DeleteThreadDialog title={deleting.title} isBusy={busyAction === "delete_thread"} onConfirm={onConfirmDelete} onCancel={() => setDeleting(null)} />
       )}
     </div>
   );

@@ -59,6 +59,13 @@ export function useThreadList(client: TidemarkClient): ThreadListState {
     load(null);
   }, [load]);
 
+  // Back online: what changed meanwhile (titles, finished runs) is read again.
+  useEffect(() => {
+    const onOnline = (): void => load(null);
+    window.addEventListener("online", onOnline);
+    return () => window.removeEventListener("online", onOnline);
+  }, [load]);
+
   return {
     threads,
     hasMore: cursor !== null,

@@ -2,6 +2,7 @@
 import pg from "pg";
 import type { Store } from "../store.js";
 import { SqlStore } from "../sql/sql-store.js";
+import { assertCurrentSchema } from "./assert-current-schema.js";
 import { migrate } from "./migrations.js";
 import { PgDriver } from "./pg-driver.js";
 
@@ -13,6 +14,12 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Connections in the pool (default 10). */
   poolSize?: number;
+  /**
+   * Reads an existing Tidemark schema only (`tidemark check`): creates and migrates nothing,
+   * refuses a schema that is missing, holds no Tidemark tables or is at another migration version,
+   * and runs every session read-only.
+   */
+  readOnly?: boolean;
 }
 
 /** int8 (BIGINT, COUNT) as a JavaScript number: every value here is a time, a count or a version, far below 2^53. */
@@ -30,7 +37,9 @@ export function createPool(options: PostgresStoreOptions): pg.Pool {
     connectionString: options.url,
     max: options.poolSize ?? 10,
     types: TYPES,
-    options: options.schema ? `-c search_path=${options.schema}` : undefined,
+    options: [options.schema ? `-c search_path=${options.schema}` : "", options.readOnly ? "-c default_transaction_read_only=on" : ""]
+      .filter(Boolean)
+      .join(" ") || undefined,
   });
 }
 
@@ -40,6 +49,13 @@ export function createPool(options: PostgresStoreOptions): pg.Pool {
  */
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<Store> {
   const pool = createPool(options);
+  if (options.readOnly) {
+    await assertCurrentSchema(pool, options.schema).catch(async (error: unknown) => {
+      await pool.end();
+      throw error;
+    });
+    return new SqlStore(new PgDriver(pool));
+  }
   try {
     if (options.schema) {
       // Processes that start together race to create it: the loser finds it there.

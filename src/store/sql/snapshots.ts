@@ -1,32 +1,53 @@
 /** Whole-thread snapshots, as `tidemark check` reads them. */
 import type { ThreadSnapshot } from "../store.js";
-import { readLineage, readLineageCheckpoints, readLineageMessages } from "./lineage.js";
+import { lineageScanOrder, type BranchKey, type ThreadKey } from "../lineage-scan-order.js";
 import { toCheckpoint, toMessage, toRun, toTransition } from "../rows.js";
 import type { SqlContext } from "./sql-context.js";
 
-/** Thread keys read per page: the scan holds one page of keys, never the whole table. */
+/** Root keys read per page: the scan holds one page of roots (and the branches' keys), never the whole table. */
 const PAGE_SIZE = 100;
 
-/** Every thread's snapshot, one at a time, each read in its own transaction. */
+/** Every thread's own rows, in lineage order (see `Store.scanThreads`), each read in its own transaction. */
 export async function* scanThreads(context: SqlContext): AsyncIterable<ThreadSnapshot> {
-  // Keyset pages in (tenant_id, thread_id) order: the primary key's, bytewise as in SQLite.
-  let after: { tenantId: string; threadId: string } | undefined;
+  const branches = (
+    await context.sql(
+      "SELECT tenant_id, thread_id, parent_thread_id, fork_state_version FROM threads WHERE parent_thread_id IS NOT NULL",
+    ).all()
+  ).map(
+    (row): BranchKey => ({
+      tenantId: row.tenant_id as string,
+      threadId: row.thread_id as string,
+      parentThreadId: row.parent_thread_id as string,
+      forkStateVersion: Number(row.fork_state_version ?? 0),
+    }),
+  );
+  for await (const key of lineageScanOrder(roots(context), branches)) {
+    const snapshot = await readSnapshot(context, key.tenantId, key.threadId);
+    if (snapshot) yield snapshot;
+  }
+}
+
+/** The root threads' keys, a keyset page at a time in (tenant_id, thread_id) order: the primary key's, bytewise as in SQLite. */
+async function* roots(context: SqlContext): AsyncIterable<ThreadKey> {
+  let after: ThreadKey | undefined;
   for (;;) {
     const keys = after
       ? await context.sql(
-          "SELECT tenant_id, thread_id FROM threads WHERE (tenant_id, thread_id) > (?, ?) ORDER BY tenant_id, thread_id LIMIT ?",
+          `SELECT tenant_id, thread_id FROM threads WHERE parent_thread_id IS NULL AND (tenant_id, thread_id) > (?, ?)
+           ORDER BY tenant_id, thread_id LIMIT ?`,
         ).all(after.tenantId, after.threadId, PAGE_SIZE)
-      : await context.sql("SELECT tenant_id, thread_id FROM threads ORDER BY tenant_id, thread_id LIMIT ?").all(PAGE_SIZE);
+      : await context.sql(
+          "SELECT tenant_id, thread_id FROM threads WHERE parent_thread_id IS NULL ORDER BY tenant_id, thread_id LIMIT ?",
+        ).all(PAGE_SIZE);
     for (const key of keys) {
       after = { tenantId: key.tenant_id as string, threadId: key.thread_id as string };
-      const snapshot = await readSnapshot(context, after.tenantId, after.threadId);
-      if (snapshot) yield snapshot;
+      yield after;
     }
     if (keys.length < PAGE_SIZE) return;
   }
 }
 
-/** One thread's rows read in one transaction, so a concurrent write cannot tear the snapshot. */
+/** One thread's own rows read in one transaction, so a concurrent write cannot tear the snapshot. */
 async function readSnapshot(context: SqlContext, tenantId: string, threadId: string): Promise<ThreadSnapshot | undefined> {
   return context.transaction(async (tx) => {
     const thread = await tx.thread(tenantId, threadId);
@@ -35,33 +56,19 @@ async function readSnapshot(context: SqlContext, tenantId: string, threadId: str
     return {
       thread,
       runs: (await all("SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? ORDER BY created_at")).map(toRun),
+      // The thread's run ids first, then their transitions by primary key: linear on every planner.
       transitions: (
-        await all(
-          `SELECT t.* FROM run_transitions t JOIN runs r ON r.tenant_id = t.tenant_id AND r.run_id = t.run_id
-           WHERE r.tenant_id = ? AND r.thread_id = ? ORDER BY t.run_id, t.ordinal`,
-        )
+        await tx.sql(
+          `SELECT * FROM run_transitions
+           WHERE tenant_id = ? AND run_id IN (SELECT run_id FROM runs WHERE tenant_id = ? AND thread_id = ?)
+           ORDER BY run_id, ordinal`,
+        ).all(tenantId, tenantId, threadId)
       ).map(toTransition),
       messages: (await all("SELECT * FROM messages WHERE tenant_id = ? AND thread_id = ? ORDER BY position")).map(toMessage),
       checkpoints: (await all("SELECT * FROM checkpoints WHERE tenant_id = ? AND thread_id = ? ORDER BY state_version")).map(
         toCheckpoint,
       ),
       operations: await tx.operationsOfThread(tenantId, threadId),
-      ...(await inherited(tx, tenantId, threadId)),
     };
   }, { readOnly: true });
-}
-
-/** A branch's shared prefix, as `tidemark check` needs it; nothing for a root thread. */
-async function inherited(
-  context: SqlContext,
-  tenantId: string,
-  threadId: string,
-): Promise<Pick<ThreadSnapshot, "inheritedCheckpoints" | "inheritedMessages">> {
-  const levels = await readLineage(context.sql, tenantId, threadId);
-  if (!levels || levels.length < 2) return {};
-  const ancestors = levels.slice(0, -1);
-  return {
-    inheritedCheckpoints: await readLineageCheckpoints(context.sql, tenantId, ancestors),
-    inheritedMessages: (await readLineageMessages(context.sql, tenantId, levels)).filter((message) => message.threadId !== threadId),
-  };
 }

@@ -186,6 +186,19 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX threads_by_updated_at ON threads (tenant_id, updated_at, thread_id) WHERE status = 'active';
     `,
   },
+  {
+    version: 7,
+    name: "thread indexes in read order",
+    sql: `
+      -- Without statistics SQLite read a thread's runs and operations through the primary key's
+      -- tenant prefix (every row of the tenant) and sorted them. With the order the store reads
+      -- them in, these indexes are the plan: a thread's rows, in order, nothing else.
+      DROP INDEX runs_by_thread;
+      CREATE INDEX runs_by_thread ON runs (tenant_id, thread_id, created_at, run_id);
+      DROP INDEX operations_by_thread;
+      CREATE INDEX operations_by_thread ON operations (tenant_id, thread_id, created_at, op_id);
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

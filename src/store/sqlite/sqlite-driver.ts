@@ -23,13 +23,19 @@ function bindable(values: readonly unknown[]): unknown[] {
   return values.map((value) => (value === undefined ? null : typeof value === "boolean" ? Number(value) : value));
 }
 
-/** The SQLite driver over an open connection; `close` closes it (after `onClose`). */
+/** What a store closes with its connection: before it (the WAL checkpointer), after it (the file lock). */
+export interface SqliteDriverHooks {
+  beforeClose?(): Promise<void>;
+  afterClose?(): void;
+}
+
+/** The SQLite driver over an open connection; `close` closes it, with the store's hooks around. */
 export class SqliteDriver implements SqlDriver {
   readonly dialect = SQLITE_DIALECT;
   readonly db: Database.Database;
   readonly connection: SqlConnection;
   readonly #statements = new Map<string, Database.Statement>();
-  readonly #onClose: () => Promise<void>;
+  readonly #hooks: SqliteDriverHooks;
   #isLocked = false;
   readonly #waiters: (() => void)[] = [];
   /** Statements straight on the connection: only for the holder of the mutex. */
@@ -39,9 +45,9 @@ export class SqliteDriver implements SqlDriver {
     run: async (text, values) => ({ changes: this.#statement(text).run(...bindable(values)).changes }),
   };
 
-  constructor(db: Database.Database, onClose: () => Promise<void> = async () => {}) {
+  constructor(db: Database.Database, hooks: SqliteDriverHooks = {}) {
     this.db = db;
-    this.#onClose = onClose;
+    this.#hooks = hooks;
     db.pragma("busy_timeout = 0");
     this.connection = {
       get: (text, values) => this.#exclusive(() => this.#direct.get(text, values)),
@@ -71,8 +77,9 @@ export class SqliteDriver implements SqlDriver {
   async close(): Promise<void> {
     // The last holder finishes first: nothing is cut off mid-transaction.
     await this.#exclusive(async () => {
-      await this.#onClose();
+      await this.#hooks.beforeClose?.();
       if (this.db.open) this.db.close();
+      this.#hooks.afterClose?.();
     });
   }
 

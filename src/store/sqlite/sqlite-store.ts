@@ -2,7 +2,9 @@
 import Database from "better-sqlite3";
 import type { Store } from "../store.js";
 import { SqlStore } from "../sql/sql-store.js";
+import { lockDatabaseFile } from "./file-lock.js";
 import { migrate } from "./migrations.js";
+import { openReadOnlyDatabase } from "./open-read-only.js";
 import { SqliteDriver } from "./sqlite-driver.js";
 import { startWalCheckpointer, type WalCheckpointProgress } from "./wal-checkpointer.js";
 
@@ -19,6 +21,18 @@ export interface SqliteStoreOptions {
   onBackgroundError?: (message: string) => void;
   /** Each background checkpoint's progress (tests wait on it). */
   onWalCheckpoint?: (progress: WalCheckpointProgress) => void;
+  /**
+   * Opens an existing Tidemark file for reading only (`tidemark check`): creates and migrates
+   * nothing, and refuses a missing file, a file that is not a Tidemark database, or one at another
+   * schema version. Every write then fails.
+   */
+  readOnly?: boolean;
+  /**
+   * Holds the file for this process alone while the store is open (a serving process): another
+   * process asking the same is refused with `DatabaseLockedError`. The hold is an OS lock, gone
+   * when the process ends, even by kill -9.
+   */
+  exclusive?: boolean;
 }
 
 /**
@@ -26,15 +40,27 @@ export interface SqliteStoreOptions {
  * one connection is serialised by the driver's mutex (see sqlite-driver.ts).
  */
 export function createSqliteStore(options: SqliteStoreOptions): Store {
-  const db = new Database(options.path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  db.pragma("busy_timeout = 5000");
-  migrate(db);
-  const intervalMs = options.checkpointIntervalMs ?? 1_000;
+  if (options.readOnly) return new SqlStore(new SqliteDriver(openReadOnlyDatabase(options.path)));
   const isFile = options.path !== ":memory:" && !options.path.startsWith("file::memory:") && options.path !== "";
-  if (!isFile || intervalMs <= 0) return new SqlStore(new SqliteDriver(db));
-  db.pragma("wal_autocheckpoint = 0");
-  const checkpointer = startWalCheckpointer(options.path, intervalMs, options.onBackgroundError ?? (() => {}), options.onWalCheckpoint);
-  return new SqlStore(new SqliteDriver(db, () => checkpointer.close()));
+  // Taken before the file is opened: a refused process touches nothing.
+  const lock = options.exclusive && isFile ? lockDatabaseFile(options.path) : undefined;
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(options.path);
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL");
+    db.pragma("busy_timeout = 5000");
+    migrate(db);
+    const intervalMs = options.checkpointIntervalMs ?? 1_000;
+    if (!isFile || intervalMs <= 0) return new SqlStore(new SqliteDriver(db, { afterClose: () => lock?.release() }));
+    db.pragma("wal_autocheckpoint = 0");
+    const checkpointer = startWalCheckpointer(options.path, intervalMs, options.onBackgroundError ?? (() => {}), options.onWalCheckpoint);
+    return new SqlStore(
+      new SqliteDriver(db, { beforeClose: () => checkpointer.close(), afterClose: () => lock?.release() }),
+    );
+  } catch (error) {
+    db?.close();
+    lock?.release();
+    throw error;
+  }
 }

@@ -1,37 +1,43 @@
-/** Where the user writes; Send while idle, Stop while a run is going. */
-import { useState, type FormEvent, type KeyboardEvent, type RefObject } from "react";
+/**
+ * Where the user writes and acts: Send while idle, Stop while a run is going, and above the
+ * field whatever needs a decision now (an approval, a Stop that is not confirmed yet). It is
+ * always in view, on a phone too: only the conversation above it scrolls.
+ */
+import type { FormEvent, KeyboardEvent, ReactNode, RefObject } from "react";
 
 export interface ComposerProps {
   inputRef: RefObject<HTMLTextAreaElement | null>;
+  /** The text in the field (kept by the page, so that a message sent another way can clear it). */
+  text: string;
+  onTextChange(text: string): void;
   canSend: boolean;
   canStop: boolean;
   isStopping: boolean;
   /** Why sending is not possible now (shown under the field). */
   hint: string | null;
-  onSend(text: string): Promise<boolean>;
+  onSend(text: string): void;
   onStop(): void;
+  /** Shown above the field: decisions to take now. */
+  children?: ReactNode;
 }
 
 /** Enter sends, Shift+Enter adds a line, Escape stops; the text stays until the send was accepted. */
 export function Composer(props: ComposerProps) {
-  const [text, setText] = useState("");
-  const isEmpty = text.trim().length === 0;
+  const isEmpty = props.text.trim().length === 0;
 
-  async function send(): Promise<void> {
-    if (isEmpty || !props.canSend) return;
-    const sent = text;
-    if (await props.onSend(sent)) setText((current) => (current === sent ? "" : current));
+  function send(): void {
+    if (!isEmpty && props.canSend) props.onSend(props.text);
   }
 
   function onSubmit(event: FormEvent): void {
     event.preventDefault();
-    void send();
+    send();
   }
 
   function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>): void {
     if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) {
       event.preventDefault();
-      void send();
+      send();
     } else if (event.key === "Escape" && props.canStop && !props.isStopping) {
       event.preventDefault();
       props.onStop();
@@ -40,6 +46,7 @@ export function Composer(props: ComposerProps) {
 
   return (
     <div className="composer">
+      {props.children}
       <form onSubmit={onSubmit} aria-label="Send a message">
         <label htmlFor="composer-input" className="visually-hidden">
           Message
@@ -47,14 +54,14 @@ export function Composer(props: ComposerProps) {
         <textarea
           id="composer-input"
           ref={props.inputRef}
-          value={text}
+          value={props.text}
           rows={2}
           placeholder="Write a message…"
-          onChange={(event) => setText(event.target.value)}
+          onChange={(event) => props.onTextChange(event.target.value)}
           onKeyDown={onKeyDown}
           aria-describedby="composer-hint"
         />
-        {props.canStop ? (
+        {props.canStop || props.isStopping ? (
           <button type="button" className="danger" onClick={props.onStop} disabled={props.isStopping}>
             {props.isStopping ? "Stopping…" : "Stop"}
           </button>

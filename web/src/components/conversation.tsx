@@ -1,85 +1,127 @@
 /**
- * The conversation: the saved history (published messages, labelled fragments, and where a Stop
- * interrupted an answer) and, apart from it, the draft being streamed.
+ * The conversation: the saved history (published messages, labelled fragments, where a Stop
+ * interrupted an answer, and each external operation where its tool call was made) and, apart
+ * from it, the draft being streamed.
  */
 import { useEffect, useRef, type ReactNode } from "react";
-import type { ChatDraft, HistoryMarker, MessageView } from "../../../src/client/index.js";
+import type { ChatDraft, HistoryMarker, MessageView, OperationView, PendingApproval } from "../../../src/client/index.js";
+import { conversationItems, type ConversationItem } from "../conversation-items.js";
 import { DraftMessage } from "./draft-message.js";
 import { InterruptedMarker } from "./interrupted-marker.js";
 import { MessageItem } from "./message-item.js";
+import { OperationCard } from "./operation-card.js";
 
 export interface ConversationProps {
   /** A new thread (or its first load) starts at its newest message. */
   threadId: string | null;
   history: readonly MessageView[];
   markers: readonly HistoryMarker[];
+  operations: readonly OperationView[];
+  pendingApproval: PendingApproval | null;
+  /** Runs a Stop reached: their handed-over operations are reported as such. */
+  stoppedRunIds: ReadonlySet<string>;
   draft: ChatDraft | null;
+  isStopUnconfirmed: boolean;
   /** The run is working but has streamed nothing yet. */
   isWaiting: boolean;
+  isBusy: boolean;
+  onConfirm(opId: string, outcome: "committed" | "not_committed"): void;
+  /** What is shown under the messages (panels after a Stop, notices). */
+  children?: ReactNode;
   /** Changes when what is shown under the messages changes (a panel appears), to keep it in view. */
   tailKey: string;
 }
 
-type Interrupted = Extract<HistoryMarker, { type: "interrupted_response" }>;
-
-/** Each "interrupted" marker goes after the messages saved before its Stop (by state version). */
-function interleave(history: readonly MessageView[], markers: readonly HistoryMarker[]): ReactNode[] {
-  const interrupted = markers.filter((marker): marker is Interrupted => marker.type === "interrupted_response");
-  const items: ReactNode[] = [];
-  let next = 0;
-  for (const message of history) {
-    while (next < interrupted.length && interrupted[next]!.state_version <= message.state_version) {
-      const marker = interrupted[next++]!;
-      items.push(<InterruptedMarker key={marker.checkpoint_id} discardedChars={marker.discarded_stream_chars} />);
-    }
-    items.push(<MessageItem key={message.message_id} message={message} />);
-  }
-  for (const marker of interrupted.slice(next)) {
-    items.push(<InterruptedMarker key={marker.checkpoint_id} discardedChars={marker.discarded_stream_chars} />);
-  }
-  return items;
-}
-
-/** The list of messages; it keeps the newest in view while the user has not scrolled away. */
-export function Conversation({ threadId, history, markers, draft, isWaiting, tailKey }: ConversationProps) {
-  const end = useRef<HTMLDivElement>(null);
+/** The scrolling list of messages; it keeps the newest in view while the user has not scrolled away. */
+export function Conversation(props: ConversationProps) {
+  const { threadId, history, draft, isWaiting, tailKey } = props;
+  const scroller = useRef<HTMLDivElement>(null);
   const shownThread = useRef<string | null>(null);
+  /** Whether the view is at the end (kept there as content grows) or the user scrolled up to read. */
+  const isPinned = useRef(true);
   const draftLength = draft?.text.length ?? 0;
   useEffect(() => {
-    const element = end.current;
-    const scroller = element?.parentElement;
-    if (!element || !scroller) return;
+    const element = scroller.current;
+    if (!element) return;
     const isFirstView = history.length > 0 && shownThread.current !== threadId;
     if (isFirstView) shownThread.current = threadId;
-    const isNearEnd = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 160;
-    // To the very end: the panels under the messages (after a Stop, approvals) stay in view too.
-    if (isFirstView || isNearEnd) scroller.scrollTop = scroller.scrollHeight;
-  }, [threadId, history.length, markers.length, draftLength, isWaiting, tailKey]);
+    // To the very end: the panels under the messages (after a Stop) stay in view too.
+    if (isFirstView || isPinned.current) element.scrollTop = element.scrollHeight;
+  }, [threadId, history.length, props.markers.length, props.operations.length, draftLength, isWaiting, tailKey]);
 
-  if (history.length === 0 && !draft && !isWaiting) {
-    return (
-      <div className="empty">
-        <p>Nothing here yet. Write a message below.</p>
-        <p className="thread-meta">You can stop an answer at any time; what was not finished is never saved as if it were.</p>
-      </div>
-    );
+  function onScroll(): void {
+    const element = scroller.current;
+    if (element) isPinned.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80;
   }
+
+  const isEmpty = history.length === 0 && !draft && !isWaiting && !props.pendingApproval;
+  const items = conversationItems({
+    history,
+    markers: props.markers,
+    operations: props.operations,
+    pendingApproval: props.pendingApproval,
+    draftRunId: draft?.status === "stopped" ? draft.runId : null,
+  });
   return (
-    <>
-      <ol className="messages" aria-label="Messages">
-        {interleave(history, markers)}
-        {draft && <DraftMessage draft={draft} />}
-        {isWaiting && !draft && (
-          <li className="message assistant draft" aria-label="Waiting for the answer">
-            <div className="message-role">
-              <span>Assistant</span>
-              <span className="badge">Working…</span>
-            </div>
-            <span className="caret" aria-hidden="true" />
-          </li>
-        )}
-      </ol>
-      <div ref={end} />
-    </>
+    <div className="conversation-body" ref={scroller} tabIndex={0} role="region" aria-label="Conversation" onScroll={onScroll}>
+      {isEmpty ? (
+        <div className="empty">
+          <p>Nothing here yet. Write a message below.</p>
+          <p className="thread-meta">You can stop an answer at any time; what was not finished is never saved as if it were.</p>
+        </div>
+      ) : (
+        <ol className="messages" aria-label="Messages">
+          {items.map((item) => renderItem(item, props))}
+          {draft && <DraftMessage draft={draft} isStopUnconfirmed={props.isStopUnconfirmed} />}
+          {isWaiting && !draft && (
+            <li className="message assistant draft" aria-label="Waiting for the answer">
+              <div className="message-role">
+                <span className="role-name">Assistant</span>
+                <span className="badge">Working…</span>
+              </div>
+              <span className="caret" aria-hidden="true" />
+            </li>
+          )}
+        </ol>
+      )}
+      {props.children}
+    </div>
   );
+}
+
+function renderItem(item: ConversationItem, props: ConversationProps): ReactNode {
+  switch (item.kind) {
+    case "message":
+      return <MessageItem key={item.message.message_id} message={item.message} />;
+    case "interrupted":
+      return <InterruptedMarker key={item.marker.checkpoint_id} discardedChars={item.marker.discarded_stream_chars} />;
+    case "operation":
+      return (
+        <OperationCard
+          key={item.operation.op_id}
+          tool={item.operation.tool}
+          operation={item.operation}
+          preview={item.operation.preview ?? (props.pendingApproval?.opId === item.operation.op_id ? props.pendingApproval.preview : null)}
+          result={item.result}
+          isAwaitingApproval={props.pendingApproval?.opId === item.operation.op_id}
+          isStopped={props.stoppedRunIds.has(item.operation.run_id)}
+          isBusy={props.isBusy}
+          onConfirm={props.onConfirm}
+        />
+      );
+    case "approval":
+      return (
+        <OperationCard
+          key={item.approval.opId}
+          tool={item.approval.tool}
+          operation={null}
+          preview={item.approval.preview}
+          result={null}
+          isAwaitingApproval
+          isStopped={false}
+          isBusy={props.isBusy}
+          onConfirm={props.onConfirm}
+        />
+      );
+  }
 }

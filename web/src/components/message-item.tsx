@@ -1,5 +1,8 @@
 /** One message of the saved history: a user input, a published answer, a tool result or a saved fragment. */
 import type { MessageView } from "../../../src/client/index.js";
+import { humanLabel, parseJsonText } from "../readable.js";
+import { MarkdownText } from "./markdown-text.js";
+import { ReadableFields } from "./readable-fields.js";
 
 export interface MessageItemProps {
   message: MessageView;
@@ -10,20 +13,34 @@ const ROLE_LABEL: Record<MessageView["role"], string> = { user: "You", assistant
 /** A fragment is labelled as such: it is what the user saw of a stopped answer, never a finished one. */
 export function MessageItem({ message }: MessageItemProps) {
   const isFragment = message.publication_status === "fragment";
-  const role = message.role === "tool" && message.tool_name ? `Tool · ${message.tool_name}` : ROLE_LABEL[message.role];
+  const role = message.role === "tool" && message.tool_name ? `Tool · ${humanLabel(message.tool_name)}` : ROLE_LABEL[message.role];
   const toolCalls = message.tool_calls ?? [];
   return (
     <li className={`message ${message.role}${isFragment ? " fragment" : ""}`} data-message-id={message.message_id} data-status={message.publication_status}>
       <div className="message-role">
-        <span>{role}</span>
+        <span className="role-name">{role}</span>
         {isFragment && <span className="badge warn">Saved fragment of a stopped answer</span>}
       </div>
-      {message.content && <div className="message-text">{message.content}</div>}
+      {message.content && <MessageContent message={message} />}
       {toolCalls.map((call) => (
         <div key={call.tool_call_id} className="thread-meta">
-          Asked to use <code>{call.tool_name}</code>
+          Asked to use {humanLabel(call.tool_name)}
         </div>
       ))}
     </li>
+  );
+}
+
+/** Answers are markdown; the user's words are shown as typed; a tool's JSON as labelled fields. */
+function MessageContent({ message }: MessageItemProps) {
+  if (message.role === "user") return <div className="message-text plain">{message.content}</div>;
+  if (message.role === "tool") {
+    const value = parseJsonText(message.content);
+    return <div className="message-text">{typeof value === "object" && value !== null ? <ReadableFields value={value} /> : message.content}</div>;
+  }
+  return (
+    <div className="message-text markdown">
+      <MarkdownText text={message.content} />
+    </div>
   );
 }

@@ -1,15 +1,16 @@
 /**
- * After a Stop: what really happened, and only the actions the server can carry out (DESIGN §9):
- * continue from the saved point, change the request and continue, start a new branch, delete the
- * draft, and save what I saw.
+ * After a Stop: only the actions the server can carry out (DESIGN §9): continue from the saved
+ * point, change the request and continue, start a new branch, delete the draft (or the fragment
+ * saved of it), and save what I saw. The draft above already says it was not saved; this panel
+ * does not say it again.
  */
 import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 
 export interface StoppedActionsProps {
   /** `stopping`: the Stop was accepted, the work is still winding down; `stopped`: it has ended. */
   phase: "stopping" | "stopped";
-  /** The version the Stop was recorded as (what a continuation builds on). */
-  acceptedVersion: number | null;
+  /** The version a Continue builds on (it follows a fragment saved or deleted after the Stop). */
+  resumeVersion: number | null;
   /** Work that cannot be interrupted and is still finishing. */
   activeOperation: string | null;
   /** The stopped answer's draft: still only on screen (`stopped`), saved as a fragment (`saved`), or none. */
@@ -21,8 +22,6 @@ export interface StoppedActionsProps {
   canSaveWhatISaw: boolean;
   /** The action being carried out (its buttons are disabled meanwhile). */
   busyAction: string | null;
-  /** The request that was stopped, to start the change from. */
-  lastRequest: string;
   /** Move focus to the panel (after the user pressed Stop). */
   shouldFocus: boolean;
   onFocused(): void;
@@ -33,13 +32,6 @@ export interface StoppedActionsProps {
   onSaveWhatISaw(): void;
 }
 
-const DRAFT_TEXT = {
-  streaming: "The unfinished answer above was not saved: it is not part of the history.",
-  stopped: "The unfinished answer above was not saved: it is not part of the history.",
-  saved: "What you saw of the unfinished answer is kept above as a labelled fragment, not as a finished answer.",
-  none: "Nothing unfinished became part of the history.",
-} as const;
-
 /** The panel under the conversation once a run was stopped. */
 export function StoppedActions(props: StoppedActionsProps) {
   const heading = useRef<HTMLHeadingElement>(null);
@@ -48,6 +40,7 @@ export function StoppedActions(props: StoppedActionsProps) {
   const [changedText, setChangedText] = useState("");
   const fieldId = useId();
   const isBusy = props.busyAction !== null;
+  const isSaved = props.draftStatus === "saved";
 
   const { shouldFocus, onFocused } = props;
   useEffect(() => {
@@ -61,31 +54,37 @@ export function StoppedActions(props: StoppedActionsProps) {
     if (isChanging) changeField.current?.focus();
   }, [isChanging]);
 
-  function startChanging(): void {
-    setChangedText(props.lastRequest);
-    setIsChanging(true);
-  }
-
   async function submitChange(event: FormEvent): Promise<void> {
     event.preventDefault();
     if (changedText.trim().length === 0) return;
-    if (await props.onChangeAndContinue(changedText)) setIsChanging(false);
+    if (await props.onChangeAndContinue(changedText)) {
+      setIsChanging(false);
+      setChangedText("");
+    }
   }
 
   const label = (action: string, idle: string, busy: string): string => (props.busyAction === action ? busy : idle);
+  const savedPoint = props.resumeVersion !== null && props.canContinue ? `The saved point is version ${props.resumeVersion} of the thread.` : "";
 
   return (
     <section className="panel stopped" aria-labelledby="stopped-title">
       <h3 id="stopped-title" ref={heading} tabIndex={-1}>
         {props.phase === "stopping" ? "Stopping…" : "Stopped"}
       </h3>
-      <p>
-        {props.phase === "stopping"
-          ? props.activeOperation
+      {props.phase === "stopping" ? (
+        <p>
+          {props.activeOperation
             ? `The Stop is recorded. ${props.activeOperation} was already handed to the external system and cannot be called back; waiting for its outcome.`
-            : "The Stop is recorded; waiting for the work to really stop."
-          : `The run was stopped${props.acceptedVersion !== null ? ` and saved at version ${props.acceptedVersion}` : ""}. ${DRAFT_TEXT[props.draftStatus ?? "none"]}`}
-      </p>
+            : "The Stop is recorded; waiting for the work to really stop."}
+        </p>
+      ) : (
+        (isSaved || savedPoint) && (
+          <p>
+            {isSaved ? "What you saw is kept above as a labelled fragment, not as a finished answer. " : ""}
+            {savedPoint}
+          </p>
+        )
+      )}
       {props.phase === "stopped" && (
         <div className="actions" role="group" aria-label="What to do after the Stop">
           {props.canContinue && (
@@ -94,7 +93,7 @@ export function StoppedActions(props: StoppedActionsProps) {
             </button>
           )}
           {props.canChangeAndContinue && (
-            <button type="button" onClick={startChanging} disabled={isBusy || isChanging} aria-expanded={isChanging} aria-controls={fieldId}>
+            <button type="button" onClick={() => setIsChanging(true)} disabled={isBusy || isChanging} aria-expanded={isChanging} aria-controls={fieldId}>
               Change the request and continue
             </button>
           )}
@@ -105,7 +104,7 @@ export function StoppedActions(props: StoppedActionsProps) {
           )}
           {props.canDeleteDraft && (
             <button type="button" className="danger" onClick={props.onDeleteDraft} disabled={isBusy}>
-              {label("delete", "Delete the draft", "Deleting…")}
+              {isSaved ? label("delete", "Delete the saved fragment", "Deleting…") : label("delete", "Delete the draft", "Deleting…")}
             </button>
           )}
           {props.canSaveWhatISaw && (
@@ -117,11 +116,23 @@ export function StoppedActions(props: StoppedActionsProps) {
       )}
       {isChanging && (
         <form className="change-request" onSubmit={(event) => void submitChange(event)}>
-          <label htmlFor={fieldId}>The changed request</label>
-          <textarea id={fieldId} ref={changeField} value={changedText} rows={3} onChange={(event) => setChangedText(event.target.value)} />
+          <label htmlFor={fieldId}>The request as it should be</label>
+          <p id={`${fieldId}-help`} className="thread-meta">
+            It is sent as a new message after yours above (the history is never rewritten), and the answer starts again from the saved point,
+            without the stopped text.
+          </p>
+          <textarea
+            id={fieldId}
+            ref={changeField}
+            value={changedText}
+            rows={3}
+            placeholder="For example: the same, but shorter"
+            aria-describedby={`${fieldId}-help`}
+            onChange={(event) => setChangedText(event.target.value)}
+          />
           <div className="actions">
             <button type="submit" className="primary" disabled={isBusy || changedText.trim().length === 0}>
-              {label("change", "Continue with this request", "Continuing…")}
+              {label("change", "Send and continue", "Sending…")}
             </button>
             <button type="button" onClick={() => setIsChanging(false)} disabled={isBusy}>
               Cancel

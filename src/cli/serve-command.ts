@@ -1,0 +1,128 @@
+/** `tidemark serve`: every setting is read and checked first, so a configuration that cannot work exits 2 before anything is opened. */
+import { InvalidArgumentError, type Command } from "commander";
+import { selectModel, MODEL_SPECS } from "../models/index.js";
+import { createJsonLogger, type ChatModel, type RuntimeRole } from "../runtime/index.js";
+import { DEFAULT_WEB_ROOT, parseApiKeys } from "../server/index.js";
+import { startTidemark } from "../start-tidemark.js";
+import type { Store } from "../store/index.js";
+import { createSqliteStore } from "../store/sqlite/index.js";
+import { createDemoOutbox } from "../tools/demo-outbox.js";
+import { createDemoTools } from "../tools/demo-tools.js";
+import { environmentNumber, isPostgresUrl, wholeNumber } from "./cli-arguments.js";
+import { fail, messageOf } from "./fail.js";
+
+interface ServeOptions {
+  port: number;
+  host: string;
+  db: string;
+  schema?: string;
+  role: RuntimeRole;
+  outbox?: string;
+  model: string;
+  web: string | false;
+}
+
+/** Adds `serve` to `program`. */
+export function addServeCommand(program: Command): void {
+  program
+    .command("serve")
+    .description("serve the HTTP API (SQLite + the built-in demo model by default)")
+    .option("--port <port>", "port to listen on", wholeNumber("port"), 8787)
+    .option("--host <host>", "address to bind (loopback only unless TIDEMARK_API_KEYS is set)", "127.0.0.1")
+    .option("--db <file|url>", "SQLite database file, or postgres://… for the scaled deployment", process.env.TIDEMARK_DB ?? "./tidemark.db")
+    .option("--schema <name>", "PostgreSQL schema (default the connection's search_path; or TIDEMARK_DB_SCHEMA)", process.env.TIDEMARK_DB_SCHEMA)
+    .option("--role <role>", "api | worker | all (api and worker need PostgreSQL)", role, "all")
+    .option("--outbox <file>", "the demo email outbox (SQLite; default the --db file, or ./tidemark-outbox.db with PostgreSQL)")
+    .option("--model <name>", `model: ${MODEL_SPECS.join(" | ")} (or TIDEMARK_MODEL)`, process.env.TIDEMARK_MODEL ?? "demo")
+    .option("--web <dir>", "the built web app to serve at / (npm run build:web)", DEFAULT_WEB_ROOT)
+    .option("--no-web", "serve the API only")
+    .action(serve);
+}
+
+/** The numeric settings, read once and checked together. */
+function numericSettings(env: NodeJS.ProcessEnv) {
+  const read = (name: string) => environmentNumber(env, name);
+  return {
+    workerConcurrency: read("TIDEMARK_WORKER_CONCURRENCY"),
+    poolSize: read("TIDEMARK_PG_POOL_SIZE"),
+    pollMs: read("TIDEMARK_POLL_MS"),
+    leaseMs: read("TIDEMARK_LEASE_MS"),
+    eventTtlMs: read("TIDEMARK_EVENT_TTL_MS"),
+    heartbeatMs: read("TIDEMARK_HEARTBEAT_MS"),
+    sendDelayMs: read("TIDEMARK_DEMO_SEND_DELAY_MS"),
+    searchDelayMs: read("TIDEMARK_DEMO_SEARCH_DELAY_MS"),
+  };
+}
+
+async function serve(options: ServeOptions): Promise<void> {
+  const logger = createJsonLogger();
+  let settings: ReturnType<typeof numericSettings>;
+  let apiKeys: Map<string, string>;
+  let model: ChatModel;
+  try {
+    settings = numericSettings(process.env);
+    apiKeys = parseApiKeys(process.env.TIDEMARK_API_KEYS);
+    model = selectModel(options.model, process.env, (error) => logger.warn({ error: String(error) }, "provider cancel call failed"));
+  } catch (error) {
+    fail(messageOf(error));
+  }
+  const isPostgres = isPostgresUrl(options.db);
+  // The SQLite file is taken for this process before anything else opens it: a second server on it is refused untouched.
+  let store: Store | undefined;
+  if (!isPostgres) {
+    if (options.role !== "all") fail(`The ${options.role} role needs PostgreSQL (--db postgres://…); SQLite runs everything in one process.`);
+    try {
+      store = createSqliteStore({ path: options.db, exclusive: true });
+    } catch (error) {
+      fail(messageOf(error));
+    }
+  }
+  // The demo tools come with the demo model (or on request): their outbox shares the database file.
+  const isDemoTools = options.model === "demo" || process.env.TIDEMARK_DEMO_TOOLS === "1";
+  // The outbox stands for an external mail system: with PostgreSQL it is a file the workers of one machine share.
+  const outboxPath = options.outbox ?? (isPostgres ? "./tidemark-outbox.db" : options.db);
+  const outbox = isDemoTools ? createDemoOutbox(outboxPath, { sendDelayMs: settings.sendDelayMs }) : undefined;
+  const tools = outbox ? createDemoTools({ outbox, searchDelayMs: settings.searchDelayMs }) : [];
+  const tidemark = await startTidemark({
+    ...(isPostgres ? { databaseUrl: options.db, databaseSchema: options.schema } : { store }),
+    role: options.role,
+    maxConcurrentRuns: settings.workerConcurrency,
+    databasePoolSize: settings.poolSize,
+    pollMs: settings.pollMs,
+    host: options.host,
+    port: options.port,
+    apiKeys,
+    logger,
+    model,
+    tools,
+    leaseMs: settings.leaseMs,
+    eventTtlMs: settings.eventTtlMs,
+    heartbeatMs: settings.heartbeatMs,
+    webRoot: options.web === false ? undefined : options.web,
+  }).catch(async (error: unknown) => {
+    await store?.close();
+    return fail(messageOf(error));
+  });
+  const where = isPostgres ? "postgres" : options.db;
+  logger.info({ url: tidemark.url, db: where, role: options.role, worker_id: tidemark.runtime.workerId, model: options.model }, "tidemark serving");
+  process.stdout.write(`Tidemark serving ${tidemark.url} (db ${where}, role ${options.role}, model ${options.model})\n`);
+  let isStopping = false;
+  const stop = (): void => {
+    if (isStopping) return;
+    isStopping = true;
+    tidemark.close().then(
+      () => {
+        outbox?.close();
+        process.exit(0);
+      },
+      () => process.exit(1),
+    );
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+}
+
+function role(value: string): RuntimeRole {
+  if (value !== "api" && value !== "worker" && value !== "all") throw new InvalidArgumentError("role must be api, worker or all.");
+  return value;
+}
