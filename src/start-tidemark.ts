@@ -1,4 +1,5 @@
-import { createPgCluster, type Cluster } from "./cluster/index.js";
+import type { Cluster } from "./runtime/cluster.js";
+import { createPgCluster } from "./store/postgres/cluster/index.js";
 import type { RecoveryPolicy } from "./core/index.js";
 import { createPostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/index.js";

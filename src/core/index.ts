@@ -8,3 +8,8 @@ export * from "./clock.js";
 export * from "./hash.js";
 export * from "./stats-view.js";
 export * from "./storable-text.js";
+export * from "./abortable-delay.js";
+export * from "./logger.js";
+export * from "./model.js";
+export * from "./model-error.js";
+export * from "./heuristic-title.js";

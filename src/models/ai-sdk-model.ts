@@ -5,8 +5,8 @@ import {
   NoSuchModelError,
   UnsupportedFunctionalityError,
   type LanguageModelV3, type LanguageModelV3Message, type LanguageModelV3StreamPart } from "@ai-sdk/provider";
-import type { ChatModel, FinishReason, ModelMessage, ModelStreamPart, ModelUsage } from "../runtime/model.js";
-import { ModelError } from "../runtime/model-error.js";
+import type { ChatModel, FinishReason, ModelMessage, ModelStreamPart, ModelUsage } from "../core/model.js";
+import { ModelError } from "../core/model-error.js";
 import { registerProviderCancel, type ProviderCancelOptions } from "./provider-cancel.js";
 
 /** Options for {@link fromAISDKModel}. */

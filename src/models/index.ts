@@ -1,4 +1,4 @@
-export { ModelError, parseRetryAfter, type ModelErrorKind } from "../runtime/model-error.js";
+export { ModelError, parseRetryAfter, type ModelErrorKind } from "../core/model-error.js";
 export { withRetries, type RetryOptions } from "./with-retries.js";
 export { createOpenAICompatibleModel, readChatCompletionStream, type OpenAICompatibleModelOptions } from "./openai-compatible-model.js";
 export { fromAISDKModel, type AISDKModelOptions } from "./ai-sdk-model.js";

@@ -1,6 +1,6 @@
 import { createParser } from "eventsource-parser";
-import type { ChatModel, FinishReason, ModelMessage, ModelRequest, ModelStreamPart, ModelUsage } from "../runtime/model.js";
-import { ModelError, parseRetryAfter } from "../runtime/model-error.js";
+import type { ChatModel, FinishReason, ModelMessage, ModelRequest, ModelStreamPart, ModelUsage } from "../core/model.js";
+import { ModelError, parseRetryAfter } from "../core/model-error.js";
 import { registerProviderCancel, type ProviderCancelOptions } from "./provider-cancel.js";
 
 /** Options for {@link createOpenAICompatibleModel}. */

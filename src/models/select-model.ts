@@ -1,7 +1,7 @@
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
-import { createDemoModel } from "../runtime/demo-model.js";
-import type { ChatModel } from "../runtime/model.js";
+import { createDemoModel } from "./demo-model.js";
+import type { ChatModel } from "../core/model.js";
 import { fromAISDKModel } from "./ai-sdk-model.js";
 import { createOpenAICompatibleModel } from "./openai-compatible-model.js";
 import type { ProviderCancelOptions } from "./provider-cancel.js";

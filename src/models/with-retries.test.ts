@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ModelError } from "../runtime/model-error.js";
-import type { ChatModel, ModelStreamPart } from "../runtime/model.js";
+import { ModelError } from "../core/model-error.js";
+import type { ChatModel, ModelStreamPart } from "../core/model.js";
 import { withRetries } from "./with-retries.js";
 
 /** A model that plays one script per call: throw an error, or stream parts (then maybe throw). */

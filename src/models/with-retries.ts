@@ -1,6 +1,6 @@
-import { abortableDelay } from "../runtime/cancel-scope.js";
-import type { ChatModel, ModelStreamPart } from "../runtime/model.js";
-import { ModelError } from "../runtime/model-error.js";
+import { abortableDelay } from "../core/abortable-delay.js";
+import type { ChatModel, ModelStreamPart } from "../core/model.js";
+import { ModelError } from "../core/model-error.js";
 
 /** Options for {@link withRetries}. */
 export interface RetryOptions {

@@ -1,4 +1,4 @@
-import type { Logger } from "./logger.js";
+import type { Logger } from "../core/logger.js";
 
 /**
  * Runs `task` without awaiting it, reporting a rejection instead of losing it: the one way

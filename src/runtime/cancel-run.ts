@@ -1,8 +1,8 @@
 import { createId, isId, isTerminalStatus, TidemarkError, type Clock, type RunEventDraft, type RunRecord } from "../core/index.js";
-import type { Cluster } from "../cluster/index.js";
+import type { Cluster } from "./cluster.js";
 import type { AcceptedCancelRecord, Store } from "../store/index.js";
 import { emitTerminal } from "./execute-run.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../core/logger.js";
 import type { PendingCancels } from "./pending-cancels.js";
 import { CancelRequestedError } from "./run-errors.js";
 import type { RunExecution } from "./run-execution.js";

@@ -1,6 +1,7 @@
 import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { abortableDelay, CancelScope } from "./cancel-scope.js";
+import { CancelScope } from "./cancel-scope.js";
+import { abortableDelay } from "../core/abortable-delay.js";
 
 function abortListenerCount(signal: AbortSignal): number {
   return getEventListeners(signal, "abort").length;

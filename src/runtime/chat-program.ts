@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { createId, hashJson, storableText, type MessageToolCall } from "../core/index.js";
 import type { StepDefinition } from "./plan.js";
-import { estimateTokens, type ModelMessage, type ModelToolDefinition, type ModelUsage } from "./model.js";
+import { estimateTokens, type ModelMessage, type ModelToolDefinition, type ModelUsage } from "../core/model.js";
 import { publish } from "./publish.js";
 import type { RunExecution } from "./run-execution.js";
 import { runToolCall } from "./tool-step.js";

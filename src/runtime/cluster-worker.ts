@@ -3,13 +3,13 @@
  * cluster, polled as the fallback), and acts on the cancels and decisions other processes
  * accepted for the runs it executes.
  */
-import type { Cluster, ControlMessage } from "../cluster/index.js";
+import type { Cluster, ControlMessage } from "./cluster.js";
 import { TidemarkError, type Clock, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import type { Approvals } from "./approvals.js";
 import { runInBackground } from "./background.js";
 import { stopForAcceptedCancel } from "./cancel-run.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../core/logger.js";
 import type { RunExecution } from "./run-execution.js";
 import { runKey } from "./run-key.js";
 

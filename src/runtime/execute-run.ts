@@ -8,9 +8,9 @@ import {
   type UsageStats,
 } from "../core/index.js";
 import { CANCELLED_BEFORE_EXECUTION } from "./model-context.js";
-import type { ModelMessage } from "./model.js";
+import type { ModelMessage } from "../core/model.js";
 import { buildModelContext, createChatProgram, ModelFailedError, PublicationRejectedError } from "./chat-program.js";
-import { ModelError } from "./model-error.js";
+import { ModelError } from "../core/model-error.js";
 import { confirmUnknownOperations } from "./operation-confirmation.js";
 import { runPlan } from "./plan.js";
 import type { RunExecution } from "./run-execution.js";

@@ -1,8 +1,8 @@
 /** An approval decided on an API process for a run another process executes: sent there, answered by the run's new status. */
-import type { Cluster } from "../cluster/index.js";
+import type { Cluster } from "./cluster.js";
 import { TidemarkError, type Clock, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
-import { abortableDelay } from "./cancel-scope.js";
+import { abortableDelay } from "../core/abortable-delay.js";
 
 /** How long the worker holding the run has to act on the decision. */
 const DECISION_TIMEOUT_MS = 10_000;

@@ -1,5 +1,5 @@
 import type { MessageRecord, MessageToolCall } from "../core/index.js";
-import type { ModelMessage } from "./model.js";
+import type { ModelMessage } from "../core/model.js";
 
 /** The synthetic result for a tool call that history holds no outcome for. */
 export const CANCELLED_BEFORE_EXECUTION =

@@ -1,7 +1,7 @@
 import { createId, TidemarkError, type Clock } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import type { Tool } from "../tools/tool.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../core/logger.js";
 
 /** What confirming operations needs from the runtime. */
 export interface OperationConfirmationContext {

@@ -1,7 +1,7 @@
 import type { RunEventDraft, RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import { emitTerminal, logRunFailure } from "./execute-run.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../core/logger.js";
 
 /** What recovery needs from the runtime. */
 export interface RecoveryContext {

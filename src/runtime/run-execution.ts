@@ -2,8 +2,8 @@ import type { Clock, OperationRecord, PendingStep, RunEventDraft, RunRecord, Tra
 import type { Tool } from "../tools/tool.js";
 import type { Store } from "../store/index.js";
 import type { CancelScope } from "./cancel-scope.js";
-import type { Logger } from "./logger.js";
-import type { ChatModel } from "./model.js";
+import type { Logger } from "../core/logger.js";
+import type { ChatModel } from "../core/model.js";
 
 /** Generation that was started and then not published (cancelled or failed mid-stream). */
 export interface DiscardedGeneration {

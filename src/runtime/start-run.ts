@@ -13,7 +13,7 @@ import type { Store } from "../store/index.js";
 import type { EventHub } from "../stream/index.js";
 import type { CancelRunResult } from "./cancel-run.js";
 import type { DisconnectWatch } from "./disconnect-watch.js";
-import type { ChatModel } from "./model.js";
+import type { ChatModel } from "../core/model.js";
 import type { PendingCancels } from "./pending-cancels.js";
 import { conflictDetails } from "./run-errors.js";
 

@@ -2,9 +2,8 @@
  * PostgreSQL for tests: `TIDEMARK_TEST_PG_URL` (default the local `test` database), and a schema
  * of its own per store, dropped when the test is done, so parallel test files never meet.
  */
-import pg from "pg";
 import { createId } from "../core/index.js";
-import { createPostgresStore } from "../store/postgres/index.js";
+import { createPool, createPostgresStore } from "../store/postgres/index.js";
 import type { Store } from "../store/index.js";
 
 export const TEST_PG_URL = process.env.TIDEMARK_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -16,12 +15,11 @@ export function newTestSchemaName(prefix = "tm_test"): string {
 
 /** Drops a test schema and everything in it. */
 export async function dropTestSchema(schema: string, url = TEST_PG_URL): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
+  const pool = createPool({ url, poolSize: 1 });
   try {
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   } finally {
-    await client.end();
+    await pool.end();
   }
 }
 

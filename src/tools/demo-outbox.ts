@@ -1,4 +1,4 @@
-import Database from "better-sqlite3";
+import { openOutboxTable, type OutboxRow } from "../store/sqlite/outbox-table.js";
 
 /**
  * A tiny persisted "external system" for the demo email tool: an outbox table in a SQLite file.
@@ -57,62 +57,26 @@ export interface DemoOutbox {
   close(): void;
 }
 
-interface OutboxRow {
-  seq: number;
-  idempotency_key: string;
-  recipient: string;
-  subject: string;
-  body: string;
-  sent_at: number;
-}
-
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS demo_outbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    idempotency_key TEXT NOT NULL,
-    recipient TEXT,
-    subject TEXT,
-    body TEXT,
-    sent_at INTEGER
-  );
-  CREATE INDEX IF NOT EXISTS demo_outbox_by_key ON demo_outbox (idempotency_key);
-`;
-
 /** Opens (and creates if needed) the demo outbox in the SQLite file at `path`; its own connection. */
 export function createDemoOutbox(path: string, options: DemoOutboxOptions = {}): DemoOutbox {
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("busy_timeout = 5000");
-  db.exec(SCHEMA);
+  const table = openOutboxTable(path);
   const sendDelayMs = options.sendDelayMs ?? 0;
-  const insert = db.prepare("INSERT INTO demo_outbox (idempotency_key, recipient, subject, body, sent_at) VALUES (?, ?, ?, ?, ?)");
-  const selectByKey = db.prepare("SELECT * FROM demo_outbox WHERE idempotency_key = ? ORDER BY seq LIMIT 1");
-  const selectAll = db.prepare("SELECT * FROM demo_outbox ORDER BY seq");
-  const selectCounts = db.prepare("SELECT idempotency_key, COUNT(*) AS count FROM demo_outbox GROUP BY idempotency_key");
-
   return {
     async send(message, sendOptions = {}) {
       sendOptions.signal?.throwIfAborted();
       // Deliberately not abortable: a send handed over completes.
       if (sendDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, sendDelayMs));
       const sentAt = Date.now();
-      const { lastInsertRowid } = insert.run(message.idempotencyKey, message.to, message.subject, message.body, sentAt);
-      return { message_id: `out_${Number(lastInsertRowid)}`, sent_at: sentAt };
+      const seq = await table.insert({ idempotency_key: message.idempotencyKey, recipient: message.to, subject: message.subject, body: message.body, sent_at: sentAt });
+      return { message_id: `out_${seq}`, sent_at: sentAt };
     },
     findByKey(idempotencyKey) {
-      const row = selectByKey.get(idempotencyKey) as OutboxRow | undefined;
+      const row = table.findByKey(idempotencyKey);
       return row ? toRecord(row) : undefined;
     },
-    list() {
-      return (selectAll.all() as OutboxRow[]).map(toRecord);
-    },
-    countByKey() {
-      const rows = selectCounts.all() as { idempotency_key: string; count: number }[];
-      return Object.fromEntries(rows.map((row) => [row.idempotency_key, row.count]));
-    },
-    close() {
-      db.close();
-    },
+    list: () => table.list().map(toRecord),
+    countByKey: () => table.countByKey(),
+    close: () => table.close(),
   };
 }
 

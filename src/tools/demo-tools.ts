@@ -1,5 +1,5 @@
 import { stableStringify } from "../core/hash.js";
-import { abortableDelay } from "../runtime/cancel-scope.js";
+import { abortableDelay } from "../core/abortable-delay.js";
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { DemoOutbox, OutboxReceipt } from "./demo-outbox.js";

@@ -108,7 +108,7 @@ export class SqliteDriver implements SqlDriver {
 }
 
 /** Runs `attempt`; while another connection holds the write lock, tries again after a short pause. */
-async function whenNotBusy<T>(attempt: () => Promise<T>): Promise<T> {
+export async function whenNotBusy<T>(attempt: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + BUSY_TIMEOUT_MS;
   for (let tries = 1; ; tries++) {
     try {

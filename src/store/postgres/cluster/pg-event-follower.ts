@@ -5,9 +5,9 @@
  * covers every followed run; at most one is in flight, and a wake-up during it runs another.
  */
 import type pg from "pg";
-import type { RunEvent, RunEventDraft } from "../core/index.js";
-import type { Logger } from "../runtime/index.js";
-import { ATTEMPT_SEQ_STRIDE, type EventHub, type RunEventBuffer } from "../stream/index.js";
+import type { RunEvent, RunEventDraft } from "../../../core/index.js";
+import type { Logger } from "../../../core/logger.js";
+import { ATTEMPT_SEQ_STRIDE, type EventHub, type RunEventBuffer } from "../../../stream/index.js";
 
 interface Followed {
   tenantId: string;

@@ -3,11 +3,11 @@
  * reaches the owning worker in milliseconds), and `run_events` with a NOTIFY per batch fans every
  * run's events out to every API process.
  */
-import type { RunEvent } from "../core/index.js";
-import { silentLogger, type Logger } from "../runtime/index.js";
-import type { EventHub, RunEventBuffer } from "../stream/index.js";
-import { createPool } from "../store/postgres/index.js";
-import type { Cluster, ControlMessage } from "./cluster.js";
+import type { RunEvent } from "../../../core/index.js";
+import { silentLogger, type Logger } from "../../../core/logger.js";
+import type { EventHub, RunEventBuffer } from "../../../stream/index.js";
+import { createPool } from "../index.js";
+import type { Cluster, ControlMessage } from "../../../runtime/cluster.js";
 import { PgEventFollower } from "./pg-event-follower.js";
 import { PgEventWriter } from "./pg-event-writer.js";
 import { PgListener } from "./pg-listener.js";

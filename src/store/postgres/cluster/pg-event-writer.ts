@@ -4,8 +4,8 @@
  * rate rises. The insert wakes the API processes with one NOTIFY naming the runs it touched.
  */
 import type pg from "pg";
-import type { RunEvent } from "../core/index.js";
-import type { Logger } from "../runtime/index.js";
+import type { RunEvent } from "../../../core/index.js";
+import type { Logger } from "../../../core/logger.js";
 
 interface PendingEvent {
   tenantId: string;

@@ -1,7 +1,7 @@
 /** The built-in demo model: deterministic, honest about being a demo, and stoppable at once. */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createDemoModel, demoAnswerWords, titleFromText } from "./demo-model.js";
-import type { ModelMessage, ModelRequest, ModelStreamPart, ModelToolDefinition } from "./model.js";
+import type { ModelMessage, ModelRequest, ModelStreamPart, ModelToolDefinition } from "../core/model.js";
 
 const request: ModelRequest = {
   messages: [

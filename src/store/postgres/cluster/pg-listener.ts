@@ -1,6 +1,6 @@
 /** One dedicated connection that LISTENs on the cluster's channels and reconnects when it drops. */
 import pg from "pg";
-import type { Logger } from "../runtime/index.js";
+import type { Logger } from "../../../core/logger.js";
 
 export interface PgListenerOptions {
   url: string;

@@ -4,11 +4,11 @@
  * messages and wake-ups reach every process, and only ended runs' logs are pruned.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createId, type RunEvent, type RunEventDraft } from "../core/index.js";
-import { EventHub, type RunEventBuffer } from "../stream/index.js";
-import { createTestPostgresStore, TEST_PG_URL } from "../testing/postgres-test-database.js";
-import type { Store } from "../store/index.js";
-import type { Cluster, ControlMessage } from "./cluster.js";
+import { createId, type RunEvent, type RunEventDraft } from "../../../core/index.js";
+import { EventHub, type RunEventBuffer } from "../../../stream/index.js";
+import { createTestPostgresStore, TEST_PG_URL } from "../../../testing/postgres-test-database.js";
+import type { Store } from "../../index.js";
+import type { Cluster, ControlMessage } from "../../../runtime/cluster.js";
 import { createPgCluster } from "./pg-cluster.js";
 
 const T = "tenant_a";
