@@ -13,7 +13,7 @@ import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { checkStore, type CheckReport } from "../src/check/index.js";
 import { createId, type RunRecord } from "../src/core/index.js";
-import { adapters } from "../src/store/conformance/adapters.js";
+import { adapters } from "./conformance/adapters.js";
 import type { CreateRunInput, Store } from "../src/store/index.js";
 import { createSqliteStore } from "../src/store/sqlite/index.js";
 import { createTestPostgresStore, TEST_PG_URL } from "../src/testing/postgres-test-database.js";

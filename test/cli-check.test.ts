@@ -10,7 +10,7 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createId } from "../src/core/index.js";
-import { adapters } from "../src/store/conformance/adapters.js";
+import { adapters } from "./conformance/adapters.js";
 import { createSqliteStore, MIGRATIONS } from "../src/store/sqlite/index.js";
 import { createTestPostgresStore, dropTestSchema, newTestSchemaName, TEST_PG_URL } from "../src/testing/postgres-test-database.js";
 import { runCli } from "./support/server-process.js";
