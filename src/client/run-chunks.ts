@@ -5,7 +5,7 @@
  */
 import type { UIMessageChunk } from "ai";
 import type { RunEvent } from "../core/run-event.js";
-import type { TidemarkRunInfo, TidemarkTransportSettings } from "./ai-sdk-transport.js";
+import type { TidemarkRunInfo, TidemarkTransportSettings } from "./ai-sdk-transport-types.js";
 import type { TidemarkClient } from "./api-client.js";
 import { openRunEventStream, type RunEventStream, type StreamNotice } from "./event-stream.js";
 
