@@ -13,3 +13,4 @@ export * from "./logger.js";
 export * from "./model.js";
 export * from "./model-error.js";
 export * from "./heuristic-title.js";
+export * from "./run-decisions.js";

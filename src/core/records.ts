@@ -138,11 +138,6 @@ export interface PendingStep {
   inputHash: string;
 }
 
-/** How a continuation treats the step a Stop caught: a tool step keeps the results already in; a model step is generated again. */
-export function resumePolicyAfterCancel(pendingStep: PendingStep | null): ResumePolicy {
-  return pendingStep?.kind === "tool" ? "reuse_tool_result" : "regenerate_pending_step";
-}
-
 /** Facts about a generation that a cancel discarded. */
 export interface CancelledGeneration {
   discardedStreamChars: number;

@@ -63,15 +63,13 @@ export async function startRun(context: StartRunContext, request: StartRunReques
   if (request.input === undefined && request.resumeFromCheckpointId === undefined) {
     throw new TidemarkError("invalid_request", "input is required, unless the run continues from resume_from_checkpoint_id.");
   }
-  // A resume builds on exactly its checkpoint's version: the store's compare-and-set then
-  // decides between two tabs, even if a client left expected_state_version out.
-  const resumeVersion = request.resumeFromCheckpointId === undefined ? undefined : await checkResumePoint(context.store, request);
-  const effective = { ...request, expectedStateVersion: request.expectedStateVersion ?? resumeVersion };
   await context.confirmUnknownOperations(request.tenantId, request.threadId);
-  let attempt = effective;
+  // The request as the client sent it names the run: a retry below must hash the same.
+  const requestHash = hashJson({ thread_id: request.threadId, input: request.input ?? null, resume: request.resumeFromCheckpointId ?? null });
+  let attempt = request;
   for (let interrupts = 0; ; interrupts++) {
     try {
-      return await createRun(context, attempt);
+      return await createRun(context, attempt, requestHash);
     } catch (error) {
       const isBusy = TidemarkError.isInstance(error) && error.code === "run_in_progress";
       if (request.multitask !== "interrupt" || !isBusy || interrupts >= MAX_INTERRUPTS) throw error;
@@ -81,9 +79,11 @@ export async function startRun(context: StartRunContext, request: StartRunReques
       const cancelled = await context.cancelRun(request.tenantId, activeRunId, "interrupted_by_new_run");
       const ended = await context.waitForTerminal(request.tenantId, activeRunId, 30_000);
       if (!ended || !isTerminalStatus(ended.status)) throw error;
+      // What the client built on was current before the interrupt (the store checked it); the
+      // cancel it asked for moved the thread by one, so the retry builds on that version.
       const builtOn = cancelled.kind === "accepted" ? cancelled.acceptedStateVersion : undefined;
-      // The version was current before the interrupt; the cancel it asked for moved it by one.
-      attempt = { ...attempt, expectedStateVersion: attempt.expectedStateVersion === undefined ? undefined : (builtOn ?? attempt.expectedStateVersion) };
+      const isVersioned = attempt.expectedStateVersion !== undefined || attempt.resumeFromCheckpointId !== undefined;
+      attempt = { ...attempt, resumeFromCheckpointId: undefined, expectedStateVersion: isVersioned ? (builtOn ?? attempt.expectedStateVersion) : undefined };
     }
   }
 }
@@ -91,41 +91,9 @@ export async function startRun(context: StartRunContext, request: StartRunReques
 /** How many active runs one interrupting create cancels before it gives up (others keep starting runs). */
 const MAX_INTERRUPTS = 5;
 
-/**
- * What a client whose version is stale may do: reload, or branch from the point it built on
- * (not from the current head, which holds the other tab's story).
- */
-async function conflictActions(store: Store, request: StartRunRequest, thread: ThreadRecord): Promise<string[]> {
-  let builtOn = request.resumeFromCheckpointId;
-  if (builtOn === undefined && request.expectedStateVersion !== undefined) {
-    const checkpoints = await store.listCheckpoints(request.tenantId, request.threadId);
-    builtOn = checkpoints.find((checkpoint) => checkpoint.stateVersion === request.expectedStateVersion)?.checkpointId;
-  }
-  return ["reload", `fork_from_${builtOn ?? thread.headCheckpointId}`];
-}
-
-/** A resume must build on the thread's head (an older checkpoint is stale: fork from it); returns its version. */
-async function checkResumePoint(store: Store, request: StartRunRequest): Promise<number> {
-  const thread = await store.getThread(request.tenantId, request.threadId);
-  if (!thread) throw new TidemarkError("thread_not_found", "No such thread.");
-  const checkpoints = await store.listCheckpoints(request.tenantId, request.threadId);
-  const checkpoint = checkpoints.find((candidate) => candidate.checkpointId === request.resumeFromCheckpointId);
-  if (!checkpoint) throw new TidemarkError("checkpoint_not_found", "No such checkpoint in this thread's lineage.");
-  if (checkpoint.checkpointId !== thread.headCheckpointId) {
-    throw new TidemarkError("state_version_conflict", "That checkpoint is not the thread's head any more.", {
-      details: {
-        ...conflictDetails(thread),
-        allowed_actions: ["reload", `fork_from_${checkpoint.checkpointId}`],
-      },
-    });
-  }
-  return checkpoint.stateVersion;
-}
-
-async function createRun(context: StartRunContext, request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
+async function createRun(context: StartRunContext, request: StartRunRequest, requestHash: string): Promise<{ run: RunRecord; isNew: boolean }> {
   const { store, clock, hub } = context;
   const runId = request.runId ?? createId("run");
-  const requestHash = hashJson({ thread_id: request.threadId, input: request.input ?? null, resume: request.resumeFromCheckpointId ?? null });
   const result = await store.createRun({
     tenantId: request.tenantId,
     runId,
@@ -139,6 +107,7 @@ async function createRun(context: StartRunContext, request: StartRunRequest): Pr
     onDisconnect: request.onDisconnect ?? "continue",
     recoveryPolicy: request.recoveryPolicy ?? context.recoveryPolicy,
     expectedStateVersion: request.expectedStateVersion ?? null,
+    resumeFromCheckpointId: request.resumeFromCheckpointId ?? null,
     enqueue: request.multitask === "enqueue",
     now: clock.now(),
   });
@@ -158,9 +127,15 @@ async function createRun(context: StartRunContext, request: StartRunRequest): Pr
       });
     case "thread_not_found":
       throw new TidemarkError("thread_not_found", "No such thread.");
+    case "checkpoint_not_found":
+      throw new TidemarkError("checkpoint_not_found", "No such checkpoint in this thread's lineage.");
     case "state_version_conflict":
+      // Reload, or branch from the point the client built on (not the head: that holds the other tab's story).
       throw new TidemarkError("state_version_conflict", "The thread has moved on since the version you built on.", {
-        details: { ...conflictDetails(result.thread), allowed_actions: await conflictActions(store, request, result.thread) },
+        details: {
+          ...conflictDetails(result.thread),
+          allowed_actions: ["reload", `fork_from_${result.builtOnCheckpointId ?? result.thread.headCheckpointId}`],
+        },
       });
     case "run_in_progress":
       throw new TidemarkError("run_in_progress", "The thread already has an active run.", {

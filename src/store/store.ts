@@ -126,6 +126,12 @@ export interface CreateRunInput {
   recoveryPolicy: RecoveryPolicy;
   /** Enforced when given: the thread must be at exactly this version. */
   expectedStateVersion: number | null;
+  /**
+   * Continue from this checkpoint: it must be in the thread's lineage and its head, and the run
+   * builds on exactly its version (when `expectedStateVersion` is not given). Checked in the
+   * create's own transaction.
+   */
+  resumeFromCheckpointId?: string | null;
   /** On a busy thread, wait (in order) instead of answering run_in_progress. */
   enqueue?: boolean;
   now: number;
@@ -139,7 +145,13 @@ export type CreateRunResult =
   /** The same run_id / Idempotency-Key with a different request. */
   | { kind: "key_reused"; run: RunRecord }
   | { kind: "thread_not_found" }
-  | { kind: "state_version_conflict"; thread: ThreadRecord }
+  /** The resume checkpoint is unknown, foreign, or not in the thread's lineage. */
+  | { kind: "checkpoint_not_found" }
+  /**
+   * The thread moved on from what the client built on: `builtOnCheckpointId` is that point (the
+   * resume checkpoint, or the lineage's checkpoint at the expected version), where a branch would start.
+   */
+  | { kind: "state_version_conflict"; thread: ThreadRecord; builtOnCheckpointId: string | null }
   | { kind: "run_in_progress"; thread: ThreadRecord }
   /** Enqueued behind the active run: `isWaiting`, its input not published yet. */
   | { kind: "enqueued"; run: RunRecord; thread: ThreadRecord }

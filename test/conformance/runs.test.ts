@@ -152,6 +152,76 @@ describe.each(adapters)("createRun ($name)", (adapter) => {
     expect(await snapshot(TENANT, thread.threadId, active.runId)).toEqual(before);
   });
 
+  it("names the checkpoint a stale client built on, so it can branch from there", async () => {
+    const thread = await newThread();
+    const first = await newRun(thread.threadId);
+    const builtOn = (await store.listCheckpoints(TENANT, thread.threadId)).find((checkpoint) => checkpoint.stateVersion === 1)!;
+    await store.requestCancel({ tenantId: TENANT, runId: first.runId, reason: "stop", checkpointId: createId("cp"), pendingStep: null, now: tick() });
+
+    const stale = expectKind(await store.createRun(runInput(thread.threadId, { expectedStateVersion: 1 })), "state_version_conflict");
+    const unknown = expectKind(await store.createRun(runInput(thread.threadId, { expectedStateVersion: 99 })), "state_version_conflict");
+
+    expect(stale.builtOnCheckpointId).toBe(builtOn.checkpointId);
+    expect(unknown.builtOnCheckpointId).toBeNull();
+  });
+
+  it("checks a resume point in the create's own transaction: in the lineage, the head, its version", async () => {
+    const thread = await newThread();
+    const run = await runningRun({ threadId: thread.threadId });
+    const accepted = expectKind(await cancel(run), "accepted");
+    await store.finishRun({ tenantId: TENANT, runId: run.runId, to: "cancelled", from: ["cancel_requested"], stats: {}, now: tick() });
+    const other = await newThread();
+    const before = await snapshot(TENANT, thread.threadId, run.runId);
+
+    const foreign = await store.createRun(runInput(thread.threadId, { resumeFromCheckpointId: other.headCheckpointId, input: null }));
+    const unknown = await store.createRun(runInput(thread.threadId, { resumeFromCheckpointId: "cp_missing", input: null }));
+    const stale = expectKind(
+      await store.createRun(runInput(thread.threadId, { resumeFromCheckpointId: thread.headCheckpointId, input: null })),
+      "state_version_conflict",
+    );
+    const otherVersion = expectKind(
+      await store.createRun(runInput(thread.threadId, { resumeFromCheckpointId: accepted.checkpoint.checkpointId, expectedStateVersion: 2, input: null })),
+      "state_version_conflict",
+    );
+
+    expect(foreign.kind).toBe("checkpoint_not_found");
+    expect(unknown.kind).toBe("checkpoint_not_found");
+    expect(stale.builtOnCheckpointId).toBe(thread.headCheckpointId);
+    expect(otherVersion.thread.stateVersion).toBe(accepted.checkpoint.stateVersion);
+    expect(await snapshot(TENANT, thread.threadId, run.runId)).toEqual(before);
+    // The head resumes, building on exactly its version.
+    const resumed = expectKind(
+      await store.createRun(runInput(thread.threadId, { resumeFromCheckpointId: accepted.checkpoint.checkpointId, input: null })),
+      "created",
+    );
+    expect(resumed.checkpoint).toMatchObject({ kind: "resume_accepted", stateVersion: accepted.checkpoint.stateVersion + 1 });
+  });
+
+  it("resumes a branch from its head, a checkpoint it shares with its source included", async () => {
+    const source = await newThread();
+    const branch = expectKind(
+      await store.forkThread({
+        tenantId: TENANT,
+        sourceThreadId: source.threadId,
+        fromCheckpointId: source.headCheckpointId,
+        threadId: createId("thr"),
+        checkpointId: createId("cp"),
+        metadata: {},
+        now: tick(),
+      }),
+      "forked",
+    );
+
+    const fromShared = expectKind(
+      await store.createRun(runInput(branch.thread.threadId, { resumeFromCheckpointId: source.headCheckpointId, input: null })),
+      "state_version_conflict",
+    );
+    const fromHead = await store.createRun(runInput(branch.thread.threadId, { resumeFromCheckpointId: branch.checkpoint.checkpointId }));
+
+    expect(fromShared.builtOnCheckpointId).toBe(source.headCheckpointId);
+    expect(fromHead.kind).toBe("created");
+  });
+
   it("answers run_in_progress for the current version on a busy thread", async () => {
     const thread = await newThread();
     const active = await newRun(thread.threadId);

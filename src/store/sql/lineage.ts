@@ -118,6 +118,36 @@ export async function readLineageCheckpoints(
   return viewed.flat();
 }
 
+/** The lineage level whose visible checkpoints include `checkpoint`, if any. */
+export function levelHolding(levels: readonly LineageLevel[], checkpoint: CheckpointRecord): LineageLevel | undefined {
+  return levels.find((level) => level.threadId === checkpoint.threadId && checkpoint.stateVersion <= level.maxVersion);
+}
+
+/** The checkpoint `checkpointId`, if the lineage sees it (an unknown, foreign or unrelated one is not). */
+export async function checkpointInLineage(
+  sql: Sql,
+  tenantId: string,
+  levels: readonly LineageLevel[],
+  checkpointId: string,
+): Promise<CheckpointRecord | undefined> {
+  const row = await sql("SELECT * FROM checkpoints WHERE tenant_id = ? AND checkpoint_id = ?").get(tenantId, checkpointId);
+  const checkpoint = row ? toCheckpoint(row) : undefined;
+  return checkpoint && levelHolding(levels, checkpoint) ? checkpoint : undefined;
+}
+
+/** The lineage's checkpoint at `stateVersion` (versions are one chain, each level holding a range), if any. */
+export async function checkpointAtVersion(
+  sql: Sql,
+  tenantId: string,
+  levels: readonly LineageLevel[],
+  stateVersion: number,
+): Promise<CheckpointRecord | undefined> {
+  const level = levels.find((candidate) => stateVersion <= candidate.maxVersion);
+  if (!level) return undefined;
+  const row = await sql("SELECT * FROM checkpoints WHERE tenant_id = ? AND thread_id = ? AND state_version = ?").get(tenantId, level.threadId, stateVersion);
+  return row ? toCheckpoint(row) : undefined;
+}
+
 /**
  * The operations a viewer sees: its own, and its ancestors' whose run's input is in the shared
  * prefix (the model context of a branch needs the outcome of a tool call it inherited).

@@ -2,6 +2,7 @@
 import { addStats, emptyStats, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord, type UsageStats } from "../../core/index.js";
 import type { CreateRunInput, CreateRunResult } from "../store.js";
 import { toCheckpoint, toRun } from "../rows.js";
+import { checkpointAtVersion, checkpointInLineage, readLineage } from "./lineage.js";
 import { findRunByIdempotencyKey } from "./run-queries.js";
 import type { SqlContext } from "./sql-context.js";
 
@@ -24,9 +25,8 @@ export async function createRun(context: SqlContext, input: CreateRunInput): Pro
     }
     if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
     // The version check comes first: a stale client learns it is stale even on a busy thread.
-    if (input.expectedStateVersion !== null && input.expectedStateVersion !== thread.stateVersion) {
-      return { kind: "state_version_conflict", thread };
-    }
+    const builtOn = await checkBuiltOn(tx, input, thread);
+    if (builtOn) return builtOn;
     // An external action whose outcome nobody knows must be confirmed before anything builds on it (DESIGN §6).
     const unconfirmed = await tx.operationsOfThread(input.tenantId, input.threadId, "outcome_unknown");
     if (unconfirmed.length > 0) return { kind: "operation_unconfirmed", thread, operations: unconfirmed };
@@ -74,6 +74,32 @@ export async function createRun(context: SqlContext, input: CreateRunInput): Pro
     await insertRun(tx, input, thread.headCheckpointId, advanced.stateVersion, { messageCount: 1 }, false);
     return { kind: "created", run: (await tx.run(input.tenantId, input.runId))!, thread: advanced, message, checkpoint };
   }, { rerunOnConflictWith: ["runs_pkey", "runs_by_idempotency_key"] });
+}
+
+/**
+ * What the create builds on, checked against the locked thread: a resume point must be the
+ * lineage's head, and the thread must be at the version the client built on (a resume's own
+ * version unless the client named one). Undefined when it may go on.
+ */
+async function checkBuiltOn(
+  tx: SqlContext,
+  input: CreateRunInput,
+  thread: ThreadRecord,
+): Promise<Extract<CreateRunResult, { kind: "checkpoint_not_found" | "state_version_conflict" }> | undefined> {
+  let expected = input.expectedStateVersion;
+  if (input.resumeFromCheckpointId != null) {
+    const levels = (await readLineage(tx.sql, input.tenantId, input.threadId))!;
+    const resumePoint = await checkpointInLineage(tx.sql, input.tenantId, levels, input.resumeFromCheckpointId);
+    if (!resumePoint) return { kind: "checkpoint_not_found" };
+    // An older checkpoint is stale: the client may branch from it.
+    if (resumePoint.checkpointId !== thread.headCheckpointId) return { kind: "state_version_conflict", thread, builtOnCheckpointId: resumePoint.checkpointId };
+    expected ??= resumePoint.stateVersion;
+  }
+  if (expected === null || expected === thread.stateVersion) return undefined;
+  // The conflict path only: where the client built, so that it can branch from there.
+  const levels = (await readLineage(tx.sql, input.tenantId, input.threadId))!;
+  const builtOn = await checkpointAtVersion(tx.sql, input.tenantId, levels, expected);
+  return { kind: "state_version_conflict", thread, builtOnCheckpointId: builtOn?.checkpointId ?? null };
 }
 
 /** Publishes a run's input with its `input_accepted` checkpoint and makes the run the active one. */

@@ -1,5 +1,5 @@
 /** A run's life after creation: claim, transitions, publication, cancel and finish. */
-import { addStats, canTransition, isCancellable, isTerminalStatus, resumePolicyAfterCancel, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
+import { addStats, canFinishRun, canMoveRun, canPublish, decideCancel, resumePolicyAfterCancel, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
 import type {
   ClaimRunInput,
   FinishRunInput,
@@ -28,10 +28,7 @@ export async function claimRun(context: SqlContext, input: ClaimRunInput): Promi
 export async function transitionRun(context: SqlContext, input: TransitionRunInput): Promise<RunRecord | undefined> {
   return context.transaction(async (tx) => {
     const run = await tx.run(input.tenantId, input.runId);
-    if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
-    if (input.attempt !== undefined && run.attempt !== input.attempt) return undefined;
-    // A cancel is accepted only through requestCancel (it records its version and checkpoint).
-    if (input.to === "cancel_requested" || isTerminalStatus(input.to)) return undefined;
+    if (!run || !canMoveRun(run, input.from, input.to, input.attempt)) return undefined;
     const columns: Record<string, unknown> = {};
     if (input.activeOperation !== undefined) columns.active_operation = input.activeOperation;
     if (input.to === "queued") {
@@ -49,7 +46,7 @@ export async function publishMessage(context: SqlContext, input: PublishMessageI
   return context.transaction(async (tx): Promise<PublishMessageResult> => {
     const run = await tx.run(input.tenantId, input.runId);
     // Sticky terminal status and an accepted cancel both win over a late completion.
-    if (!run || run.status !== "running" || (input.attempt !== undefined && run.attempt !== input.attempt)) return { kind: "rejected", run };
+    if (!run || !canPublish(run, input.attempt)) return { kind: "rejected", run };
     const thread = await tx.thread(input.tenantId, run.threadId);
     if (!thread || thread.status !== "active") return { kind: "rejected", run };
     const position = await tx.nextPosition(thread);
@@ -105,8 +102,8 @@ export async function requestCancel(context: SqlContext, input: RequestCancelInp
   return context.transaction(async (tx): Promise<RequestCancelResult> => {
     const run = await tx.run(input.tenantId, input.runId);
     if (!run) return { kind: "not_found" };
-    if (isTerminalStatus(run.status)) return { kind: "already_terminal", run };
-    if (!isCancellable(run.status)) return { kind: "already_requested", run };
+    const decision = decideCancel(run.status);
+    if (decision.kind === "already_terminal" || decision.kind === "already_requested") return { kind: decision.kind, run };
     const thread = (await tx.thread(input.tenantId, run.threadId))!;
     return { kind: "accepted", ...(await acceptCancel(tx, run, thread, input)) };
   });
@@ -122,7 +119,9 @@ export async function acceptCancel(
   thread: ThreadRecord,
   input: Pick<RequestCancelInput, "reason" | "checkpointId" | "pendingStep" | "now">,
 ): Promise<{ run: RunRecord; thread: ThreadRecord; checkpoint: CheckpointRecord }> {
-  const neverStarted = run.status === "queued";
+  const decision = decideCancel(run.status);
+  if (decision.kind !== "cancel_now" && decision.kind !== "request") throw new Error(`run ${run.runId} cannot be cancelled from ${run.status}`);
+  const neverStarted = decision.kind === "cancel_now";
   const advanced = await tx.advanceThread(
     thread,
     {
@@ -145,7 +144,7 @@ export async function acceptCancel(
     state_version: advanced.thread.stateVersion,
     ...(neverStarted ? { ended_at: input.now } : {}),
   };
-  const updated = await tx.setRunStatus(run, neverStarted ? "cancelled" : "cancel_requested", input.now, columns);
+  const updated = await tx.setRunStatus(run, decision.to, input.now, columns);
   return { run: updated, thread: advanced.thread, checkpoint: advanced.checkpoint };
 }
 
@@ -153,10 +152,7 @@ export async function acceptCancel(
 export async function finishRun(context: SqlContext, input: FinishRunInput): Promise<RunRecord | undefined> {
   return context.transaction(async (tx) => {
     const run = await tx.run(input.tenantId, input.runId);
-    if (!run || !input.from.includes(run.status) || !canTransition(run.status, input.to)) return undefined;
-    if (input.attempt !== undefined && run.attempt !== input.attempt) return undefined;
-    // Only a cancel that requestCancel accepted can end as cancelled.
-    if (input.to === "cancelled" && run.cancelCheckpointId === null) return undefined;
+    if (!run || !canFinishRun(run, input.from, input.to, input.attempt)) return undefined;
     const thread = await tx.thread(input.tenantId, run.threadId);
     if (thread) {
       const stats = addStats(thread.stats, input.stats);

@@ -1,11 +1,11 @@
 /** Threads: creation, reads through a lineage, titles, deletion and forks. */
-import { emptyStats, isCancellable, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
+import { decideCancel, emptyStats, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
 import type {
   AcceptedCancelRecord,
   DeleteThreadInput,
   DeleteThreadResult,
   CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions, ListThreadsOptions } from "../store.js";
-import { prefixLength, readLineage, readLineageCheckpoints, readLineageMessages, type LineageLevel } from "./lineage.js";
+import { levelHolding, prefixLength, readLineage, readLineageCheckpoints, readLineageMessages, type LineageLevel } from "./lineage.js";
 import { toCheckpoint, toRun, toThread } from "../rows.js";
 import type { SqlContext } from "./sql-context.js";
 import { acceptCancel } from "./run-transitions.js";
@@ -82,7 +82,7 @@ export async function deleteThread(context: SqlContext, input: DeleteThreadInput
        ORDER BY created_at, run_id${tx.forUpdate}`,
     ).all(input.tenantId, input.threadId);
     for (const run of rows.map(toRun)) {
-      if (!isCancellable(run.status)) {
+      if (decideCancel(run.status).kind === "already_requested") {
         stopping.push(run);
         continue;
       }
@@ -197,11 +197,6 @@ export async function forkThread(context: SqlContext, input: ForkThreadInput): P
     await tx.insertCheckpoint(checkpoint);
     return { kind: "forked", thread: toThread(created!), checkpoint };
   });
-}
-
-/** The lineage level whose visible checkpoints include `checkpoint`, if any. */
-function levelHolding(levels: readonly LineageLevel[], checkpoint: CheckpointRecord): LineageLevel | undefined {
-  return levels.find((level) => level.threadId === checkpoint.threadId && checkpoint.stateVersion <= level.maxVersion);
 }
 
 /** Sets the title the user chose on an active thread; undefined when there is none. */
