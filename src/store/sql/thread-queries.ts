@@ -5,7 +5,7 @@ import type {
   DeleteThreadInput,
   DeleteThreadResult,
   CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions, ListThreadsOptions } from "../store.js";
-import { levelHolding, prefixLength, readLineage, readLineageCheckpoints, readLineageMessages, type LineageLevel } from "./lineage.js";
+import { levelHolding, prefixLength, readLineage, readLineageCheckpoints, readLineageMessages } from "./lineage.js";
 import { toCheckpoint, toRun, toThread } from "../rows.js";
 import type { SqlContext } from "./sql-context.js";
 import { acceptCancel } from "./run-transitions.js";
