@@ -24,6 +24,11 @@ import type {
   UsageStats,
 } from "../core/index.js";
 
+/** What every store method takes last: a signal, checked on entry (an aborted call touches nothing). */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
 export interface CreateThreadInput {
   tenantId: string;
   threadId: string;
@@ -85,7 +90,7 @@ export type ForkThreadResult =
   | { kind: "checkpoint_not_found" };
 
 /** Options for {@link Store.listMessages}. */
-export interface ListMessagesOptions {
+export interface ListMessagesOptions extends CallOptions {
   /** Only the last `limit` messages (still in order): the cost follows `limit`, not the history's length. */
   limit?: number;
 }
@@ -97,7 +102,7 @@ export interface ThreadListPosition {
 }
 
 /** Options for {@link Store.listThreads}. */
-export interface ListThreadsOptions {
+export interface ListThreadsOptions extends CallOptions {
   /** At most this many threads (below 1: none). The cost follows `limit`, not the tenant's number of threads. */
   limit: number;
   /** Only threads after this one in the listing's order (keyset pagination); absent: from the most recent. */
@@ -105,7 +110,7 @@ export interface ListThreadsOptions {
 }
 
 /** Options for {@link Store.listCheckpoints}. */
-export interface ListCheckpointsOptions {
+export interface ListCheckpointsOptions extends CallOptions {
   /** Only checkpoints at this version or newer. */
   fromVersion?: number;
 }
@@ -385,9 +390,9 @@ export type DeleteMessageResult =
 
 /** The durable store behind threads, runs, checkpoints and traces. */
 export interface Store {
-  createThread(input: CreateThreadInput): Promise<ThreadRecord>;
+  createThread(input: CreateThreadInput, options?: CallOptions): Promise<ThreadRecord>;
   /** The thread, or undefined when unknown, foreign or deleted. */
-  getThread(tenantId: string, threadId: string): Promise<ThreadRecord | undefined>;
+  getThread(tenantId: string, threadId: string, options?: CallOptions): Promise<ThreadRecord | undefined>;
   /**
    * The tenant's threads that are not deleted, most recently updated first (ties: the greater
    * `threadId` first). A page that starts `before` the last thread of the previous one continues
@@ -398,11 +403,11 @@ export interface Store {
    * TERMINATE in the store: marks the thread deleted and accepts a cancel of every run of it that
    * is not stopping yet, in one transaction, so no run is left behind and none is admitted after.
    */
-  deleteThread(input: DeleteThreadInput): Promise<DeleteThreadResult>;
+  deleteThread(input: DeleteThreadInput, options?: CallOptions): Promise<DeleteThreadResult>;
   /** Saves the title in its own transaction, only if the thread has none yet. */
-  saveTitle(tenantId: string, threadId: string, title: string, now: number): Promise<void>;
+  saveTitle(tenantId: string, threadId: string, title: string, now: number, options?: CallOptions): Promise<void>;
   /** Sets the title the user chose (not a transition: the version stays); undefined when not found. */
-  renameThread(tenantId: string, threadId: string, title: string, now: number): Promise<ThreadRecord | undefined>;
+  renameThread(tenantId: string, threadId: string, title: string, now: number, options?: CallOptions): Promise<ThreadRecord | undefined>;
   /**
    * The thread's messages in order (published, fragments and deleted drafts alike). For a branch:
    * the shared prefix as it stood at the fork point (read through, never copied), then its own.
@@ -411,70 +416,70 @@ export interface Store {
   /** The thread's checkpoints, oldest first; for a branch the fork checkpoint's chain, then its own. */
   listCheckpoints(tenantId: string, threadId: string, options?: ListCheckpointsOptions): Promise<CheckpointRecord[]>;
   /** Creates a branch that shares the lineage up to a checkpoint, in one transaction, O(1) in the prefix. */
-  forkThread(input: ForkThreadInput): Promise<ForkThreadResult>;
+  forkThread(input: ForkThreadInput, options?: CallOptions): Promise<ForkThreadResult>;
 
-  createRun(input: CreateRunInput): Promise<CreateRunResult>;
-  getRun(tenantId: string, runId: string): Promise<RunRecord | undefined>;
-  findRunByIdempotencyKey(tenantId: string, key: string): Promise<RunRecord | undefined>;
+  createRun(input: CreateRunInput, options?: CallOptions): Promise<CreateRunResult>;
+  getRun(tenantId: string, runId: string, options?: CallOptions): Promise<RunRecord | undefined>;
+  findRunByIdempotencyKey(tenantId: string, key: string, options?: CallOptions): Promise<RunRecord | undefined>;
   /** Runs of a thread that are not terminal. */
-  listActiveRuns(tenantId: string, threadId: string): Promise<RunRecord[]>;
+  listActiveRuns(tenantId: string, threadId: string, options?: CallOptions): Promise<RunRecord[]>;
   /**
    * If the thread has no active run, accepts the input of its oldest waiting run (published
    * with its checkpoint, a transition) and makes it the active run; undefined if none waits.
    */
-  admitNextRun(tenantId: string, threadId: string, checkpointId: string, now: number): Promise<RunRecord | undefined>;
+  admitNextRun(tenantId: string, threadId: string, checkpointId: string, now: number, options?: CallOptions): Promise<RunRecord | undefined>;
   /** System-level: threads with a waiting run and no active run (their admission was lost with a process). */
-  listThreadsWithWaitingRuns(): Promise<{ tenantId: string; threadId: string }[]>;
+  listThreadsWithWaitingRuns(options?: CallOptions): Promise<{ tenantId: string; threadId: string }[]>;
   /** queued → running, taking the lease; undefined if the run was not queued. */
-  claimRun(input: ClaimRunInput): Promise<RunRecord | undefined>;
+  claimRun(input: ClaimRunInput, options?: CallOptions): Promise<RunRecord | undefined>;
   /**
    * System-level: claims up to `limit` of the oldest queued runs nobody holds (not waiting behind
    * another run), as {@link claimRun} does each. Concurrent callers never claim the same run.
    */
-  claimQueuedRuns(input: ClaimQueuedRunsInput): Promise<RunRecord[]>;
+  claimQueuedRuns(input: ClaimQueuedRunsInput, options?: CallOptions): Promise<RunRecord[]>;
   /** A status change that publishes nothing (e.g. running → cancelling, running → queued). */
-  transitionRun(input: TransitionRunInput): Promise<RunRecord | undefined>;
-  publishMessage(input: PublishMessageInput): Promise<PublishMessageResult>;
-  requestCancel(input: RequestCancelInput): Promise<RequestCancelResult>;
+  transitionRun(input: TransitionRunInput, options?: CallOptions): Promise<RunRecord | undefined>;
+  publishMessage(input: PublishMessageInput, options?: CallOptions): Promise<PublishMessageResult>;
+  requestCancel(input: RequestCancelInput, options?: CallOptions): Promise<RequestCancelResult>;
   /** Saves what the client saw of a terminal run's unpublished message, as a transition. */
-  saveFragment(input: SaveFragmentInput): Promise<SaveFragmentResult>;
+  saveFragment(input: SaveFragmentInput, options?: CallOptions): Promise<SaveFragmentResult>;
   /** Marks a fragment deleted, as a transition. */
-  deleteMessage(input: DeleteMessageInput): Promise<DeleteMessageResult>;
+  deleteMessage(input: DeleteMessageInput, options?: CallOptions): Promise<DeleteMessageResult>;
   /** The terminal write: status, the run's own counts, the thread's counts, in one transaction. */
-  finishRun(input: FinishRunInput): Promise<RunRecord | undefined>;
+  finishRun(input: FinishRunInput, options?: CallOptions): Promise<RunRecord | undefined>;
 
   /** Gives up `owner`'s lease on a run it can no longer drive, so recovery takes it over now. */
-  releaseLease(tenantId: string, runId: string, owner: string): Promise<void>;
+  releaseLease(tenantId: string, runId: string, owner: string, options?: CallOptions): Promise<void>;
   /** System-level: extends every lease `owner` holds on a non-terminal run. */
-  renewLeases(owner: string, leaseExpiresAt: number): Promise<number>;
+  renewLeases(owner: string, leaseExpiresAt: number, options?: CallOptions): Promise<number>;
   /**
    * System-level: takes the expired lease of a lost attempt for recovery, so exactly one
    * recoverer acts on it; false when the lease is live again or the attempt moved on.
    */
-  takeOverLease(input: TakeOverLeaseInput): Promise<boolean>;
+  takeOverLease(input: TakeOverLeaseInput, options?: CallOptions): Promise<boolean>;
   /** System-level: runs `owner` holds whose cancel was accepted (the fallback when a cancel notice is lost). */
-  listCancelledRuns(owner: string): Promise<RunRecord[]>;
+  listCancelledRuns(owner: string, options?: CallOptions): Promise<RunRecord[]>;
   /** System-level: non-terminal runs whose lease expired, and queued runs nobody claimed since `orphanedBefore`. */
-  listRecoverableRuns(now: number, orphanedBefore: number): Promise<RunRecord[]>;
+  listRecoverableRuns(now: number, orphanedBefore: number, options?: CallOptions): Promise<RunRecord[]>;
 
   /** Records a consequential operation before its commit (or finds its key's earlier outcome). */
-  prepareOperation(input: PrepareOperationInput): Promise<PrepareOperationResult>;
+  prepareOperation(input: PrepareOperationInput, options?: CallOptions): Promise<PrepareOperationResult>;
   /** prepared → committing, only while the run is `running` (never after a cancel was accepted). */
-  beginCommit(input: BeginCommitInput): Promise<BeginCommitResult>;
+  beginCommit(input: BeginCommitInput, options?: CallOptions): Promise<BeginCommitResult>;
   /** committing → committed | failed; clears the run's `active_operation`. */
-  finishOperation(input: FinishOperationInput): Promise<OperationRecord | undefined>;
+  finishOperation(input: FinishOperationInput, options?: CallOptions): Promise<OperationRecord | undefined>;
   /** prepared → abandoned (a Stop or a rejection before the commit). */
-  abandonOperation(input: { tenantId: string; opId: string; now: number }): Promise<OperationRecord | undefined>;
+  abandonOperation(input: { tenantId: string; opId: string; now: number }, options?: CallOptions): Promise<OperationRecord | undefined>;
   /** System-level: every `committing` operation of a lost run → `outcome_unknown`. */
-  markOutcomesUnknown(tenantId: string, runId: string, now: number): Promise<OperationRecord[]>;
+  markOutcomesUnknown(tenantId: string, runId: string, now: number, options?: CallOptions): Promise<OperationRecord[]>;
   /** outcome_unknown → committed | abandoned (not_committed), as a thread transition. */
-  confirmOperation(input: ConfirmOperationInput): Promise<OperationRecord | undefined>;
-  getOperation(tenantId: string, opId: string): Promise<OperationRecord | undefined>;
+  confirmOperation(input: ConfirmOperationInput, options?: CallOptions): Promise<OperationRecord | undefined>;
+  getOperation(tenantId: string, opId: string, options?: CallOptions): Promise<OperationRecord | undefined>;
   /** The thread's operations, oldest first; a branch also sees those of the runs in its shared prefix. */
-  listOperations(tenantId: string, threadId: string): Promise<OperationRecord[]>;
+  listOperations(tenantId: string, threadId: string, options?: CallOptions): Promise<OperationRecord[]>;
 
-  appendTrace(trace: TraceRecord): Promise<void>;
-  listTraces(tenantId: string, runId: string): Promise<TraceRecord[]>;
+  appendTrace(trace: TraceRecord, options?: CallOptions): Promise<void>;
+  listTraces(tenantId: string, runId: string, options?: CallOptions): Promise<TraceRecord[]>;
 
   /**
    * System-level: every thread with its own rows, for `tidemark check`, deleted ones too. Each
@@ -483,6 +488,6 @@ export interface Store {
    * ancestors and reuses it; a thread whose parent is missing comes after the rest. Each snapshot is
    * read in one transaction.
    */
-  scanThreads(): AsyncIterable<ThreadSnapshot>;
+  scanThreads(options?: CallOptions): AsyncIterable<ThreadSnapshot>;
   close(): Promise<void>;
 }

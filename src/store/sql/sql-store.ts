@@ -28,6 +28,7 @@ import type {
   RequestCancelResult,
   SaveFragmentInput,
   SaveFragmentResult,
+  CallOptions,
   Store,
   TakeOverLeaseInput,
   ThreadSnapshot,
@@ -66,159 +67,198 @@ export class SqlStore implements Store {
     this.#context = new SqlContext(driver);
   }
 
-  async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
+  async createThread(input: CreateThreadInput, options: CallOptions = {}): Promise<ThreadRecord> {
+    options.signal?.throwIfAborted();
     return createThread(this.#context, input);
   }
 
-  async getThread(tenantId: string, threadId: string): Promise<ThreadRecord | undefined> {
+  async getThread(tenantId: string, threadId: string, options: CallOptions = {}): Promise<ThreadRecord | undefined> {
+    options.signal?.throwIfAborted();
     return getThread(this.#context, tenantId, threadId);
   }
 
   async listThreads(tenantId: string, options: ListThreadsOptions): Promise<ThreadRecord[]> {
+    options.signal?.throwIfAborted();
     return listThreads(this.#context, tenantId, options);
   }
 
-  async deleteThread(input: DeleteThreadInput): Promise<DeleteThreadResult> {
+  async deleteThread(input: DeleteThreadInput, options: CallOptions = {}): Promise<DeleteThreadResult> {
+    options.signal?.throwIfAborted();
     return deleteThread(this.#context, input);
   }
 
-  async saveTitle(tenantId: string, threadId: string, title: string, now: number): Promise<void> {
+  async saveTitle(tenantId: string, threadId: string, title: string, now: number, options: CallOptions = {}): Promise<void> {
+    options.signal?.throwIfAborted();
     await saveTitle(this.#context, tenantId, threadId, title, now);
   }
 
-  async renameThread(tenantId: string, threadId: string, title: string, now: number): Promise<ThreadRecord | undefined> {
+  async renameThread(tenantId: string, threadId: string, title: string, now: number, options: CallOptions = {}): Promise<ThreadRecord | undefined> {
+    options.signal?.throwIfAborted();
     return renameThread(this.#context, tenantId, threadId, title, now);
   }
 
   async listMessages(tenantId: string, threadId: string, options: ListMessagesOptions = {}): Promise<MessageRecord[]> {
+    options.signal?.throwIfAborted();
     return listMessages(this.#context, tenantId, threadId, options);
   }
 
   async listCheckpoints(tenantId: string, threadId: string, options: ListCheckpointsOptions = {}): Promise<CheckpointRecord[]> {
+    options.signal?.throwIfAborted();
     return listCheckpoints(this.#context, tenantId, threadId, options);
   }
 
-  async forkThread(input: ForkThreadInput): Promise<ForkThreadResult> {
+  async forkThread(input: ForkThreadInput, options: CallOptions = {}): Promise<ForkThreadResult> {
+    options.signal?.throwIfAborted();
     return forkThread(this.#context, input);
   }
 
-  async createRun(input: CreateRunInput): Promise<CreateRunResult> {
+  async createRun(input: CreateRunInput, options: CallOptions = {}): Promise<CreateRunResult> {
+    options.signal?.throwIfAborted();
     return createRun(this.#context, input);
   }
 
-  async admitNextRun(tenantId: string, threadId: string, checkpointId: string, now: number): Promise<RunRecord | undefined> {
+  async admitNextRun(tenantId: string, threadId: string, checkpointId: string, now: number, options: CallOptions = {}): Promise<RunRecord | undefined> {
+    options.signal?.throwIfAborted();
     return admitNextRun(this.#context, tenantId, threadId, checkpointId, now);
   }
 
-  async listThreadsWithWaitingRuns(): Promise<{ tenantId: string; threadId: string }[]> {
+  async listThreadsWithWaitingRuns(options: CallOptions = {}): Promise<{ tenantId: string; threadId: string }[]> {
+    options.signal?.throwIfAborted();
     return listThreadsWithWaitingRuns(this.#context);
   }
 
-  async getRun(tenantId: string, runId: string): Promise<RunRecord | undefined> {
+  async getRun(tenantId: string, runId: string, options: CallOptions = {}): Promise<RunRecord | undefined> {
+    options.signal?.throwIfAborted();
     return this.#context.run(tenantId, runId);
   }
 
-  async findRunByIdempotencyKey(tenantId: string, key: string): Promise<RunRecord | undefined> {
+  async findRunByIdempotencyKey(tenantId: string, key: string, options: CallOptions = {}): Promise<RunRecord | undefined> {
+    options.signal?.throwIfAborted();
     return findRunByIdempotencyKey(this.#context, tenantId, key);
   }
 
-  async listActiveRuns(tenantId: string, threadId: string): Promise<RunRecord[]> {
+  async listActiveRuns(tenantId: string, threadId: string, options: CallOptions = {}): Promise<RunRecord[]> {
+    options.signal?.throwIfAborted();
     return listActiveRuns(this.#context, tenantId, threadId);
   }
 
-  async claimRun(input: ClaimRunInput): Promise<RunRecord | undefined> {
+  async claimRun(input: ClaimRunInput, options: CallOptions = {}): Promise<RunRecord | undefined> {
+    options.signal?.throwIfAborted();
     return claimRun(this.#context, input);
   }
 
-  async claimQueuedRuns(input: ClaimQueuedRunsInput): Promise<RunRecord[]> {
+  async claimQueuedRuns(input: ClaimQueuedRunsInput, options: CallOptions = {}): Promise<RunRecord[]> {
+    options.signal?.throwIfAborted();
     return claimQueuedRuns(this.#context, input);
   }
 
-  async takeOverLease(input: TakeOverLeaseInput): Promise<boolean> {
+  async takeOverLease(input: TakeOverLeaseInput, options: CallOptions = {}): Promise<boolean> {
+    options.signal?.throwIfAborted();
     return takeOverLease(this.#context, input);
   }
 
-  async listCancelledRuns(owner: string): Promise<RunRecord[]> {
+  async listCancelledRuns(owner: string, options: CallOptions = {}): Promise<RunRecord[]> {
+    options.signal?.throwIfAborted();
     return listCancelledRuns(this.#context, owner);
   }
 
-  async transitionRun(input: TransitionRunInput): Promise<RunRecord | undefined> {
+  async transitionRun(input: TransitionRunInput, options: CallOptions = {}): Promise<RunRecord | undefined> {
+    options.signal?.throwIfAborted();
     return transitionRun(this.#context, input);
   }
 
-  async publishMessage(input: PublishMessageInput): Promise<PublishMessageResult> {
+  async publishMessage(input: PublishMessageInput, options: CallOptions = {}): Promise<PublishMessageResult> {
+    options.signal?.throwIfAborted();
     return publishMessage(this.#context, input);
   }
 
-  async requestCancel(input: RequestCancelInput): Promise<RequestCancelResult> {
+  async requestCancel(input: RequestCancelInput, options: CallOptions = {}): Promise<RequestCancelResult> {
+    options.signal?.throwIfAborted();
     return requestCancel(this.#context, input);
   }
 
-  async saveFragment(input: SaveFragmentInput): Promise<SaveFragmentResult> {
+  async saveFragment(input: SaveFragmentInput, options: CallOptions = {}): Promise<SaveFragmentResult> {
+    options.signal?.throwIfAborted();
     return saveFragment(this.#context, input);
   }
 
-  async deleteMessage(input: DeleteMessageInput): Promise<DeleteMessageResult> {
+  async deleteMessage(input: DeleteMessageInput, options: CallOptions = {}): Promise<DeleteMessageResult> {
+    options.signal?.throwIfAborted();
     return deleteMessage(this.#context, input);
   }
 
-  async finishRun(input: FinishRunInput): Promise<RunRecord | undefined> {
+  async finishRun(input: FinishRunInput, options: CallOptions = {}): Promise<RunRecord | undefined> {
+    options.signal?.throwIfAborted();
     return finishRun(this.#context, input);
   }
 
-  async releaseLease(tenantId: string, runId: string, owner: string): Promise<void> {
+  async releaseLease(tenantId: string, runId: string, owner: string, options: CallOptions = {}): Promise<void> {
+    options.signal?.throwIfAborted();
     await releaseLease(this.#context, tenantId, runId, owner);
   }
 
-  async renewLeases(owner: string, leaseExpiresAt: number): Promise<number> {
+  async renewLeases(owner: string, leaseExpiresAt: number, options: CallOptions = {}): Promise<number> {
+    options.signal?.throwIfAborted();
     return renewLeases(this.#context, owner, leaseExpiresAt);
   }
 
-  async listRecoverableRuns(now: number, orphanedBefore: number): Promise<RunRecord[]> {
+  async listRecoverableRuns(now: number, orphanedBefore: number, options: CallOptions = {}): Promise<RunRecord[]> {
+    options.signal?.throwIfAborted();
     return listRecoverableRuns(this.#context, now, orphanedBefore);
   }
 
-  async prepareOperation(input: PrepareOperationInput): Promise<PrepareOperationResult> {
+  async prepareOperation(input: PrepareOperationInput, options: CallOptions = {}): Promise<PrepareOperationResult> {
+    options.signal?.throwIfAborted();
     return prepareOperation(this.#context, input);
   }
 
-  async beginCommit(input: BeginCommitInput): Promise<BeginCommitResult> {
+  async beginCommit(input: BeginCommitInput, options: CallOptions = {}): Promise<BeginCommitResult> {
+    options.signal?.throwIfAborted();
     return beginCommit(this.#context, input);
   }
 
-  async finishOperation(input: FinishOperationInput): Promise<OperationRecord | undefined> {
+  async finishOperation(input: FinishOperationInput, options: CallOptions = {}): Promise<OperationRecord | undefined> {
+    options.signal?.throwIfAborted();
     return finishOperation(this.#context, input);
   }
 
-  async abandonOperation(input: { tenantId: string; opId: string; now: number }): Promise<OperationRecord | undefined> {
+  async abandonOperation(input: { tenantId: string; opId: string; now: number }, options: CallOptions = {}): Promise<OperationRecord | undefined> {
+    options.signal?.throwIfAborted();
     return abandonOperation(this.#context, input);
   }
 
-  async markOutcomesUnknown(tenantId: string, runId: string, now: number): Promise<OperationRecord[]> {
+  async markOutcomesUnknown(tenantId: string, runId: string, now: number, options: CallOptions = {}): Promise<OperationRecord[]> {
+    options.signal?.throwIfAborted();
     return markOutcomesUnknown(this.#context, tenantId, runId, now);
   }
 
-  async confirmOperation(input: ConfirmOperationInput): Promise<OperationRecord | undefined> {
+  async confirmOperation(input: ConfirmOperationInput, options: CallOptions = {}): Promise<OperationRecord | undefined> {
+    options.signal?.throwIfAborted();
     return confirmOperation(this.#context, input);
   }
 
-  async getOperation(tenantId: string, opId: string): Promise<OperationRecord | undefined> {
+  async getOperation(tenantId: string, opId: string, options: CallOptions = {}): Promise<OperationRecord | undefined> {
+    options.signal?.throwIfAborted();
     return getOperation(this.#context, tenantId, opId);
   }
 
-  async listOperations(tenantId: string, threadId: string): Promise<OperationRecord[]> {
+  async listOperations(tenantId: string, threadId: string, options: CallOptions = {}): Promise<OperationRecord[]> {
+    options.signal?.throwIfAborted();
     return listOperations(this.#context, tenantId, threadId);
   }
 
-  async appendTrace(trace: TraceRecord): Promise<void> {
+  async appendTrace(trace: TraceRecord, options: CallOptions = {}): Promise<void> {
+    options.signal?.throwIfAborted();
     await appendTrace(this.#context, trace);
   }
 
-  async listTraces(tenantId: string, runId: string): Promise<TraceRecord[]> {
+  async listTraces(tenantId: string, runId: string, options: CallOptions = {}): Promise<TraceRecord[]> {
+    options.signal?.throwIfAborted();
     return listTraces(this.#context, tenantId, runId);
   }
 
-  scanThreads(): AsyncIterable<ThreadSnapshot> {
+  scanThreads(options: CallOptions = {}): AsyncIterable<ThreadSnapshot> {
+    options.signal?.throwIfAborted();
     return scanThreads(this.#context);
   }
 
