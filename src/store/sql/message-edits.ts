@@ -12,15 +12,15 @@ export async function saveFragment(context: SqlContext, input: SaveFragmentInput
     if (!isTerminalStatus(run.status)) return { kind: "run_not_terminal", run };
     const existing = await tx.message(input.tenantId, input.messageId);
     if (existing) return { kind: "exists", message: existing };
-    const thread = await tx.thread(input.tenantId, run.threadId);
-    if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
+    const read = await tx.threadWithPosition(input.tenantId, run.threadId);
+    if (!read || read.thread.status !== "active") return { kind: "thread_not_found" };
+    const { thread, nextPosition: position } = read;
     if (thread.activeRunId !== null) return { kind: "run_in_progress", thread };
     // The fragment is appended: it belongs right after its run's own messages, nowhere else.
     const newest = await tx.sql(
       "SELECT run_id FROM messages WHERE tenant_id = ? AND thread_id = ? ORDER BY position DESC LIMIT 1",
     ).get(input.tenantId, run.threadId);
     if (newest?.run_id !== run.runId) return { kind: "thread_moved_on", thread };
-    const position = await tx.nextPosition(thread);
     const advanced = await tx.advanceThread(
       thread,
       {

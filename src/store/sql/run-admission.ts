@@ -14,7 +14,8 @@ export async function createRun(context: SqlContext, input: CreateRunInput): Pro
   return context.transaction(async (tx): Promise<CreateRunResult> => {
     // The thread's row is locked first: the same create arriving twice at once waits here for
     // the first, then finds its run below (not the thread busy with it).
-    const thread = await tx.thread(input.tenantId, input.threadId);
+    const read = await tx.threadWithPosition(input.tenantId, input.threadId);
+    const thread = read?.thread;
     const earlier =
       (await tx.run(input.tenantId, input.runId)) ??
       (input.idempotencyKey ? await findRunByIdempotencyKey(tx, input.tenantId, input.idempotencyKey) : undefined);
@@ -64,7 +65,7 @@ export async function createRun(context: SqlContext, input: CreateRunInput): Pro
         checkpoint: resumed.checkpoint,
       };
     }
-    const { thread: advanced, message, checkpoint } = await acceptInput(tx, thread, {
+    const { thread: advanced, message, checkpoint } = await acceptInput(tx, thread, read.nextPosition, {
       runId: input.runId,
       messageId: input.inputMessageId,
       checkpointId: input.checkpointId,
@@ -106,9 +107,9 @@ async function checkBuiltOn(
 async function acceptInput(
   context: SqlContext,
   thread: ThreadRecord,
+  position: number,
   input: { runId: string; messageId: string; checkpointId: string; content: string; now: number },
 ): Promise<{ thread: ThreadRecord; message: MessageRecord; checkpoint: CheckpointRecord }> {
-  const position = await context.nextPosition(thread);
   const advanced = await context.advanceThread(
     thread,
     {
@@ -185,8 +186,9 @@ export async function admitNextRun(
   now: number,
 ): Promise<RunRecord | undefined> {
   return context.transaction(async (tx) => {
-    const thread = await tx.thread(tenantId, threadId);
-    if (!thread || thread.status !== "active" || thread.activeRunId !== null) return undefined;
+    const read = await tx.threadWithPosition(tenantId, threadId);
+    if (!read || read.thread.status !== "active" || read.thread.activeRunId !== null) return undefined;
+    const { thread } = read;
     const row = await tx.sql(
       `SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? AND is_waiting = 1 AND status = 'queued'
        ORDER BY created_at, run_id LIMIT 1`,
@@ -194,7 +196,7 @@ export async function admitNextRun(
     if (!row) return undefined;
     const run = toRun(row);
     if (run.input === null || run.inputMessageId === null) return undefined;
-    const { thread: advanced } = await acceptInput(tx, thread, {
+    const { thread: advanced } = await acceptInput(tx, thread, read.nextPosition, {
       runId: run.runId,
       messageId: run.inputMessageId,
       checkpointId,

@@ -44,12 +44,12 @@ export async function transitionRun(context: SqlContext, input: TransitionRunInp
 /** Publishes a running run's message with its checkpoint, completing the run when asked. */
 export async function publishMessage(context: SqlContext, input: PublishMessageInput): Promise<PublishMessageResult> {
   return context.transaction(async (tx): Promise<PublishMessageResult> => {
-    const run = await tx.run(input.tenantId, input.runId);
+    // The run and its thread in one read (both locked): a publish is the per-step write, its round trips count.
+    const read = await tx.runWithThread(input.tenantId, input.runId);
+    if (!read) return { kind: "rejected", run: undefined };
+    const { run, thread, nextPosition: position } = read;
     // Sticky terminal status and an accepted cancel both win over a late completion.
-    if (!run || !canPublish(run, input.attempt)) return { kind: "rejected", run };
-    const thread = await tx.thread(input.tenantId, run.threadId);
-    if (!thread || thread.status !== "active") return { kind: "rejected", run };
-    const position = await tx.nextPosition(thread);
+    if (!canPublish(run, input.attempt) || thread.status !== "active") return { kind: "rejected", run };
     const stats = { ...input.stats, messageCount: (input.stats.messageCount ?? 0) + 1 };
     const advanced = await tx.advanceThread(
       thread,
@@ -100,11 +100,11 @@ export async function publishMessage(context: SqlContext, input: PublishMessageI
 /** Accepts a cancel with its `cancel_accepted` checkpoint (DESIGN §3). */
 export async function requestCancel(context: SqlContext, input: RequestCancelInput): Promise<RequestCancelResult> {
   return context.transaction(async (tx): Promise<RequestCancelResult> => {
-    const run = await tx.run(input.tenantId, input.runId);
-    if (!run) return { kind: "not_found" };
+    const read = await tx.runWithThread(input.tenantId, input.runId);
+    if (!read) return { kind: "not_found" };
+    const { run, thread } = read;
     const decision = decideCancel(run.status);
     if (decision.kind === "already_terminal" || decision.kind === "already_requested") return { kind: decision.kind, run };
-    const thread = (await tx.thread(input.tenantId, run.threadId))!;
     return { kind: "accepted", ...(await acceptCancel(tx, run, thread, input)) };
   });
 }
@@ -151,30 +151,30 @@ export async function acceptCancel(
 /** Moves a run to a terminal status, settling its stats and the thread's active run. */
 export async function finishRun(context: SqlContext, input: FinishRunInput): Promise<RunRecord | undefined> {
   return context.transaction(async (tx) => {
-    const run = await tx.run(input.tenantId, input.runId);
-    if (!run || !canFinishRun(run, input.from, input.to, input.attempt)) return undefined;
-    const thread = await tx.thread(input.tenantId, run.threadId);
-    if (thread) {
-      const stats = addStats(thread.stats, input.stats);
-      const clearActive = thread.activeRunId === run.runId;
+    const read = await tx.runWithThread(input.tenantId, input.runId);
+    if (!read || !canFinishRun(read.run, input.from, input.to, input.attempt)) return undefined;
+    const { run, thread } = read;
+    const clearActive = thread.activeRunId === run.runId;
+    await tx.sql(
+      `UPDATE threads SET stats = ?, active_run_id = CASE WHEN ? = 1 THEN NULL ELSE active_run_id END, updated_at = ?
+       WHERE tenant_id = ? AND thread_id = ?`,
+    ).run(JSON.stringify(addStats(thread.stats, input.stats)), clearActive ? 1 : 0, input.now, thread.tenantId, thread.threadId);
+    if (run.cancelCheckpointId && (input.cancelledGeneration || input.pendingStep)) {
+      // Completes the cancel checkpoint's facts once the worker has stopped, never overwriting
+      // one: the discarded generation, and the step a cancel accepted elsewhere caught (a step
+      // named at acceptance stays), with the resume policy that follows from it.
       await tx.sql(
-        `UPDATE threads SET stats = ?, active_run_id = CASE WHEN ? = 1 THEN NULL ELSE active_run_id END, updated_at = ?
-         WHERE tenant_id = ? AND thread_id = ?`,
-      ).run(JSON.stringify(stats), clearActive ? 1 : 0, input.now, thread.tenantId, thread.threadId);
-    }
-    if (input.cancelledGeneration && run.cancelCheckpointId) {
-      // Completes the cancel checkpoint's facts once the worker has stopped; never overwritten.
-      await tx.sql(
-        `UPDATE checkpoints SET cancelled_generation = ?
-         WHERE tenant_id = ? AND checkpoint_id = ? AND cancelled_generation IS NULL`,
-      ).run(JSON.stringify(input.cancelledGeneration), run.tenantId, run.cancelCheckpointId);
-    }
-    if (input.pendingStep && run.cancelCheckpointId) {
-      // The worker names the step a cancel accepted elsewhere caught; a step named at acceptance stays.
-      await tx.sql(
-        `UPDATE checkpoints SET pending_step = ?, resume_policy = ?
-         WHERE tenant_id = ? AND checkpoint_id = ? AND pending_step IS NULL`,
-      ).run(JSON.stringify(input.pendingStep), resumePolicyAfterCancel(input.pendingStep), run.tenantId, run.cancelCheckpointId);
+        `UPDATE checkpoints SET cancelled_generation = COALESCE(cancelled_generation, ?),
+           resume_policy = CASE WHEN pending_step IS NULL THEN COALESCE(?, resume_policy) ELSE resume_policy END,
+           pending_step = COALESCE(pending_step, ?)
+         WHERE tenant_id = ? AND checkpoint_id = ?`,
+      ).run(
+        input.cancelledGeneration ? JSON.stringify(input.cancelledGeneration) : null,
+        input.pendingStep ? resumePolicyAfterCancel(input.pendingStep) : null,
+        input.pendingStep ? JSON.stringify(input.pendingStep) : null,
+        run.tenantId,
+        run.cancelCheckpointId,
+      );
     }
     return tx.setRunStatus(run, input.to, input.now, {
       stats: JSON.stringify(addStats(run.stats, input.stats)),

@@ -34,11 +34,36 @@ export interface SqlStatement {
   run(...values: unknown[]): Promise<{ changes: number }>;
 }
 
-/** A thread as a write transaction read it: the record, and the position its next message takes. */
-export interface LockedThread {
+/** A run read with its thread in one statement (both rows locked in a write transaction). */
+export interface RunWithThread {
+  run: RunRecord;
   thread: ThreadRecord;
+  /** The position the thread's next message takes. */
   nextPosition: number;
 }
+
+/** The thread's columns, prefixed where they are read beside a run's. */
+const THREAD_COLUMNS = [
+  "tenant_id",
+  "thread_id",
+  "status",
+  "state_version",
+  "head_checkpoint_id",
+  "active_run_id",
+  "title",
+  "metadata",
+  "next_position",
+  "stats",
+  "created_at",
+  "updated_at",
+  "parent_thread_id",
+  "fork_checkpoint_id",
+  "fork_state_version",
+  "base_position",
+] as const;
+const RUN_WITH_THREAD = `SELECT r.*, ${THREAD_COLUMNS.map((column) => `t.${column} AS thread__${column}`).join(", ")}
+  FROM runs r JOIN threads t ON t.tenant_id = r.tenant_id AND t.thread_id = r.thread_id
+  WHERE r.tenant_id = ? AND r.run_id = ?`;
 
 /** One connection's context: the driver's own outside a transaction, the transaction's inside one. */
 export class SqlContext {
@@ -85,11 +110,11 @@ export class SqlContext {
 
   /** The thread row, whatever its status (locked in a write transaction). */
   async thread(tenantId: string, threadId: string): Promise<ThreadRecord | undefined> {
-    return (await this.lockedThread(tenantId, threadId))?.thread;
+    return (await this.threadWithPosition(tenantId, threadId))?.thread;
   }
 
-  /** The thread row with its next message position, whatever its status (locked in a write transaction). */
-  async lockedThread(tenantId: string, threadId: string): Promise<LockedThread | undefined> {
+  /** The thread row and the position its next message takes, whatever its status (locked in a write transaction). */
+  async threadWithPosition(tenantId: string, threadId: string): Promise<{ thread: ThreadRecord; nextPosition: number } | undefined> {
     const row = await this.sql(`SELECT * FROM threads WHERE tenant_id = ? AND thread_id = ?${this.forUpdate}`).get(tenantId, threadId);
     return row ? { thread: toThread(row), nextPosition: Number(row.next_position) } : undefined;
   }
@@ -98,6 +123,17 @@ export class SqlContext {
   async run(tenantId: string, runId: string): Promise<RunRecord | undefined> {
     const row = await this.sql(`SELECT * FROM runs WHERE tenant_id = ? AND run_id = ?${this.forUpdate}`).get(tenantId, runId);
     return row ? toRun(row) : undefined;
+  }
+
+  /**
+   * The run and its thread in one statement, one round trip instead of two (both locked in a write
+   * transaction, in the one statement); undefined when the run is unknown.
+   */
+  async runWithThread(tenantId: string, runId: string): Promise<RunWithThread | undefined> {
+    const row = await this.sql(`${RUN_WITH_THREAD}${this.forUpdate}`).get(tenantId, runId);
+    if (!row) return undefined;
+    const threadRow = Object.fromEntries(THREAD_COLUMNS.map((column) => [column, row[`thread__${column}`]]));
+    return { run: toRun(row), thread: toThread(threadRow), nextPosition: Number(threadRow.next_position) };
   }
 
   /** The message row, if any. */
@@ -200,12 +236,6 @@ export class SqlContext {
       thread: { ...thread, stateVersion, headCheckpointId: full.checkpointId, stats, activeRunId, updatedAt: full.createdAt },
       checkpoint: full,
     };
-  }
-
-  /** The position the thread's next message takes. */
-  async nextPosition(thread: ThreadRecord): Promise<number> {
-    const row = await this.sql("SELECT next_position FROM threads WHERE tenant_id = ? AND thread_id = ?").get(thread.tenantId, thread.threadId);
-    return Number(row!.next_position);
   }
 
   /** Moves a run to `to`, recording the transition; the machine of DESIGN §3 is enforced here. */
