@@ -1,6 +1,6 @@
 /**
  * What only the SQLite adapter has: its file and its migrations. The contract itself is tested on
- * every adapter by the conformance suite (src/store/conformance/).
+ * every adapter by the conformance suite (test/conformance/).
  */
 import fs from "node:fs";
 import os from "node:os";
