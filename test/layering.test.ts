@@ -1,7 +1,9 @@
 /**
  * The layering of `src`, checked on every `npm test`: no import circle between product files
  * (type imports included), `core` imports nothing of its own but `core`, each database library is
- * imported only by its store, and the client imports no server, runtime or store code.
+ * imported only by its store, and the client imports no server, runtime or store code. Also
+ * the split between runtime and server: the server writes no transition of its own (every one
+ * goes through the runtime, with its clock), and the runtime builds no HTTP URL.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -134,5 +136,15 @@ describe("the layering of src", () => {
     expect(
       violations((edge) => lower.some((folder) => isIn(edge.from, folder)) && higher.some((folder) => isIn(edge.to, folder)) && !isPort(edge)),
     ).toEqual([]);
+  });
+
+  it("the server writes no transition and reads no clock of its own; the runtime builds no URL", () => {
+    const source = (file: string): string => readFileSync(join(SRC, file), "utf8");
+    // Reads through `runtime.store` are fine; a write (a transition of a thread or run) is the runtime's.
+    const writes = /runtime\.store\.(create|save|delete|fork|finish|transition|request|claim|admit|rename|append|confirm|mark|abandon|prepare|commit)\w*\(/;
+    const serverWrites = files.filter((file) => isIn(file, "server") && writes.test(source(file)));
+    expect(serverWrites).toEqual([]);
+    expect(files.filter((file) => isIn(file, "server") && /\bsystemClock\b|Date\.now\(\)/.test(source(file)))).toEqual([]);
+    expect(files.filter((file) => isIn(file, "runtime") && /["'`]\/v1\//.test(source(file)))).toEqual([]);
   });
 });

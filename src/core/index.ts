@@ -14,3 +14,4 @@ export * from "./model.js";
 export * from "./model-error.js";
 export * from "./heuristic-title.js";
 export * from "./run-decisions.js";
+export * from "./run-lifecycle.js";

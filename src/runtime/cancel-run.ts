@@ -1,10 +1,9 @@
-import { createId, isId, isTerminalStatus, TidemarkError, type Clock, type RunEventDraft, type RunRecord } from "../core/index.js";
+import { createId, isId, isTerminalStatus, planAcceptedCancel, stopProtocol, TidemarkError, type Clock, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Cluster } from "./cluster.js";
 import type { AcceptedCancelRecord, Store } from "../store/index.js";
 import { emitTerminal } from "./execute-run.js";
 import type { Logger } from "../core/logger.js";
 import type { PendingCancels } from "./pending-cancels.js";
-import { CancelRequestedError } from "./run-errors.js";
 import type { RunExecution } from "./run-execution.js";
 import { runKey } from "./run-key.js";
 import type { RuntimeObserver } from "./runtime-observer.js";
@@ -40,16 +39,13 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
   const key = runKey(tenantId, runId);
   const execution = context.active.get(key);
   const pendingStep = execution?.activeStep ?? null;
-  // Stop the work at once, then record the cancel. Nothing a client can see (the reply, the
-  // events, the status) comes before the store accepted it, and the executor settles only
-  // once it knows whether the store did (decision 005).
-  let markRecorded: (isRecorded: boolean) => void = () => {};
-  if (execution && execution.stopCause === null) {
-    const recorded = new Promise<boolean>((resolve) => (markRecorded = resolve));
-    execution.stopCause = { kind: "cancel", reason, recorded };
-    execution.scope.cancel(new CancelRequestedError(reason));
+  // Where the run executes here, the work stops at once and the cancel is recorded after: nothing
+  // a client can see (the reply, the events, the status) comes before the store accepted it, and
+  // the executor settles only once the stop is decided (decision 005). Elsewhere the store
+  // records it first and the executing process is told (`carryOutAcceptedCancel`).
+  if (stopProtocol(execution !== undefined) === "abort_then_record" && execution?.stop.apply({ type: "stop_requested", reason })) {
     // One turn of the event loop lets the HTTP client close the provider's socket before the
-    // commit; nothing can publish meanwhile (the work is aborted and waits for `recorded`).
+    // commit; nothing can publish meanwhile (the work is aborted and waits for the decision).
     await new Promise(setImmediate);
   }
   let result: Awaited<ReturnType<Store["requestCancel"]>>;
@@ -65,10 +61,11 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
   } catch (error) {
     // The work is already stopped: the run ends failed, and says why (never silently, never "cancelled").
     context.logger.error({ run_id: runId, error: String(error) }, "a Stop could not be recorded; the run ends as failed");
-    markRecorded(false);
+    execution?.stop.apply({ type: "stop_not_recorded" });
     throw error;
   }
-  markRecorded(result.kind === "accepted" || result.kind === "already_requested");
+  const isRecorded = result.kind === "accepted" || result.kind === "already_requested";
+  execution?.stop.apply(isRecorded ? { type: "stop_recorded", reason } : { type: "stop_not_recorded" });
   if (result.kind === "not_found") {
     if (!isId(runId, "run")) throw new TidemarkError("run_not_found", "No such run.");
     context.pendingCancels.remember(tenantId, runId, reason, clock.now());
@@ -106,23 +103,22 @@ export async function carryOutAcceptedCancel(
   const acceptedAt = run.cancelRequestedAt ?? clock.now();
   observer.onCancelAccepted?.(run);
   const announced = { reason, stateVersion: thread.stateVersion, checkpointId: checkpoint.checkpointId, kind: checkpoint.kind };
-  // Recorded before the work was stopped (a TERMINATE): stop it now, as a cancel from another process would be.
-  if (execution) stopExecution(execution, reason);
-  if (!execution && context.cluster && !isTerminalStatus(run.status)) {
-    // Another process executes the run: it stops the work and tells the stream, being the one
-    // writer of the run's events.
-    await context.cluster.sendControl(cancelNotice(run, reason, announced.stateVersion, announced.checkpointId));
-  } else {
+  const plan = planAcceptedCancel({ executesHere: execution !== undefined, hasCluster: context.cluster !== undefined, isEnded: isTerminalStatus(run.status) });
+  // Recorded before the work was stopped (a TERMINATE), or already stopped by this Stop: a no-op then.
+  if (plan.stopWorkHere) execution?.stop.apply({ type: "stop_recorded", reason });
+  // Another process executes the run: it stops the work and tells the stream, being the one writer of the run's events.
+  if (plan.notifyWorker) await context.cluster?.sendControl(cancelNotice(run, reason, announced.stateVersion, announced.checkpointId));
+  if (plan.announceHere) {
     context.cluster?.unfollow(run.tenantId, run.runId);
     const emit = context.emitter(run);
     await announceCancel({ store, clock, emit }, execution, run, announced);
-    if (isTerminalStatus(run.status)) {
+    if (plan.endNow) {
       // It never started: nothing to wait for.
       emitTerminal({ emit }, run, 0);
       observer.onCancelCompleted?.(run, clock.now() - acceptedAt);
-      if (!execution) await context.admitNext(run.tenantId, run.threadId);
     }
   }
+  if (plan.admitNext) await context.admitNext(run.tenantId, run.threadId);
   context.trace(run, "cancel_accepted", { reason, accepted_at: acceptedAt, accepted_state_version: thread.stateVersion });
 }
 
@@ -195,18 +191,12 @@ export async function stopForAcceptedCancel(
   execution: RunExecution,
   accepted: AcceptedCancel,
 ): Promise<boolean> {
-  if (!stopExecution(execution, accepted.reason)) return false;
+  // Recorded first, aborted now (the record-then-notify protocol); false when this process already stopped it.
+  if (!execution.stop.apply({ type: "stop_recorded", reason: accepted.reason })) return false;
   await announceCancel({ ...context, emit: execution.emit }, execution, execution.run, accepted);
   return true;
 }
 
-/** Stops a run's work for a cancel the store already recorded; false when it was already stopping. */
-function stopExecution(execution: RunExecution, reason: string): boolean {
-  if (execution.stopCause !== null) return false;
-  execution.stopCause = { kind: "cancel", reason, recorded: Promise.resolve(true) };
-  execution.scope.cancel(new CancelRequestedError(reason));
-  return true;
-}
 
 /** The control message that carries an accepted cancel to the worker executing the run. */
 function cancelNotice(run: RunRecord, reason: string, stateVersion: number, checkpointId: string) {

@@ -113,13 +113,13 @@ export class ClusterWorker {
     }
   }
 
-  /** The fallback for a lost cancel notice: the runs this worker holds whose cancel was accepted. */
+  /** The fallback for a lost cancel notice: the runs this worker holds whose cancel was accepted (a no-op for those already stopped). */
   async #checkCancels(): Promise<void> {
     const { store, clock, active, workerId } = this.#options;
     if (active.size === 0) return;
     for (const run of await store.listCancelledRuns(workerId)) {
       const execution = active.get(runKey(run.tenantId, run.runId));
-      if (!execution || execution.stopCause !== null || !run.cancelCheckpointId || run.cancelStateVersion === null) continue;
+      if (!execution || !run.cancelCheckpointId || run.cancelStateVersion === null) continue;
       await stopForAcceptedCancel({ store, clock }, execution, {
         reason: run.cancelReason ?? "user_requested",
         stateVersion: run.cancelStateVersion,

@@ -1,11 +1,13 @@
 import {
-  isTerminalStatus,
+  decideSettle,
   type ExternalEffect,
   type MessageToolCall,
   type OperationPhase,
   type OperationRecord,
   type RunRecord,
+  type SettleAction,
   type UsageStats,
+  type WorkOutcome,
 } from "../core/index.js";
 import { CANCELLED_BEFORE_EXECUTION } from "./model-context.js";
 import type { ModelMessage } from "../core/model.js";
@@ -39,124 +41,148 @@ export async function executeRun(execution: RunExecution): Promise<ExecutionOutc
   } catch (error) {
     planError = error;
   }
-  // A cancel stops the work before the store records it: settle only once it is decided.
-  if (execution.stopCause?.kind === "cancel") await execution.stopCause.recorded;
-  const current = await store.getRun(run.tenantId, run.runId);
-  if (!current) return "failed";
-  return settle(execution, current, planError);
+  // A local Stop aborts the work before the store records it: settle only once that is decided.
+  await execution.stop.whenDecided();
+  return settle(execution, workOutcome(planError), planError);
 }
 
-async function settle(execution: RunExecution, initial: RunRecord, planError: unknown): Promise<ExecutionOutcome> {
+/**
+ * Settles the run as `decideSettle` says, reading the store's status before each decision; a
+ * compare-and-set that lost a race (or a provider's cancel just recorded) decides again.
+ */
+async function settle(execution: RunExecution, outcome: WorkOutcome, planError: unknown): Promise<ExecutionOutcome> {
+  const { run, store } = execution;
+  for (;;) {
+    const current = await store.getRun(run.tenantId, run.runId);
+    if (!current) return "failed";
+    const action = decideSettle({ status: current.status, isSameAttempt: current.attempt === run.attempt, stop: execution.stop.state, outcome });
+    const settled = await carryOutSettle(execution, current, action, planError);
+    if (settled !== "decide_again") return settled;
+  }
+}
+
+async function carryOutSettle(
+  execution: RunExecution,
+  current: RunRecord,
+  action: SettleAction,
+  planError: unknown,
+): Promise<ExecutionOutcome | "decide_again"> {
   const { run, store, clock } = execution;
-  const now = clock.now();
-  let current = initial;
-
-  if (current.attempt !== run.attempt) {
-    // Recovery gave the run to a new attempt (this worker's lease had expired): it is that
-    // attempt's to settle, and this one writes nothing.
-    execution.trace("execution_superseded", { attempt: run.attempt, current_attempt: current.attempt, status: current.status });
-    return "superseded";
-  }
-
-  if (current.status === "running" && isProviderCancel(planError) && execution.stopCause === null) {
-    // An HTTP 499 means the provider cancelled: record it as a cancel, never as a failure.
-    await execution.requestCancel("provider_cancelled");
-    const reread = await store.getRun(run.tenantId, run.runId);
-    if (reread) current = reread;
-  }
-
-  if (current.status === "running" && planError === undefined && execution.stopCause === null) {
-    // Every step is done (e.g. the model-step limit was reached after tool results): complete.
-    const completed = await store.finishRun({ tenantId: run.tenantId, runId: run.runId, attempt: run.attempt, to: "completed", from: ["running"], stats: {}, now });
-    if (completed) {
+  const base = { tenantId: run.tenantId, runId: run.runId, attempt: run.attempt, now: clock.now() };
+  switch (action.kind) {
+    case "superseded":
+      // Recovery gave the run to a new attempt (this worker's lease had expired): it is that
+      // attempt's to settle, and this one writes nothing.
+      execution.trace("execution_superseded", { attempt: run.attempt, current_attempt: current.attempt, status: current.status });
+      return "superseded";
+    case "record_provider_cancel":
+      // An HTTP 499 means the provider cancelled: record it as a cancel, never as a failure.
+      await execution.requestCancel("provider_cancelled");
+      return "decide_again";
+    case "complete": {
+      // Every step is done (e.g. the model-step limit was reached after tool results): complete.
+      const completed = await store.finishRun({ ...base, to: "completed", from: ["running"], stats: {} });
+      if (!completed) return "decide_again";
       emitTerminal(execution, completed, 0);
       return "completed";
     }
-    current = (await store.getRun(run.tenantId, run.runId)) ?? current;
+    case "report_completed":
+      emitTerminal(execution, current, 0);
+      return "completed";
+    case "finish_cancelled":
+      return finishCancelled(execution, current);
+    case "hand_back":
+      // A purposeful stop (the worker drains) is not a failure: the run goes back to the queue for another worker.
+      await store.transitionRun({ ...base, from: [action.from], to: "queued" });
+      execution.trace("handed_back", { reason: "worker_draining" });
+      return "handed_back";
+    case "fail":
+      return fail(execution, action, planError);
+    case "report_terminal":
+      if (action.isLate) execution.trace("execution_ended_late", { status: current.status });
+      emitTerminal(execution, current, 0);
+      return current.status as ExecutionOutcome;
+    case "leave":
+      execution.logger.warn({ run_id: run.runId, status: current.status }, "run left in a non-terminal status");
+      return "failed";
   }
+}
 
-  if (current.status === "completed") {
-    execution.emit({
-      type: "run.completed",
-      run_id: run.runId,
-      state_version: current.stateVersion,
-      published_message_id: current.publishedMessageId,
+/** cancel_requested | cancelling → cancelled, with what was generated and not kept. */
+async function finishCancelled(execution: RunExecution, current: RunRecord): Promise<ExecutionOutcome> {
+  const { run, store, clock } = execution;
+  const discarded = discardedStats(execution);
+  const finished = await store.finishRun({
+    tenantId: run.tenantId,
+    runId: run.runId,
+    attempt: run.attempt,
+    to: "cancelled",
+    from: ["cancel_requested", "cancelling"],
+    stats: discarded,
+    cancelledGeneration: {
+      discardedStreamChars: discarded.discardedStreamChars ?? 0,
+      discardedOutputTokens: discarded.discardedOutputTokens ?? 0,
+      tokensEstimated: discarded.tokensEstimated ?? false,
+    },
+    // Where the cancel was accepted by a process that does not execute the run, only this one knows the step.
+    pendingStep: execution.activeStep,
+    now: clock.now(),
+  });
+  if (discarded.discardedStreamChars) {
+    execution.trace("generation_discarded", {
+      discarded_stream_chars: discarded.discardedStreamChars,
+      discarded_output_tokens: discarded.discardedOutputTokens,
+      tokens_estimated: discarded.tokensEstimated,
     });
-    return "completed";
   }
+  const final = finished ?? (await store.getRun(run.tenantId, run.runId)) ?? current;
+  emitTerminal(execution, final, discarded.discardedStreamChars ?? 0, await externalEffects(execution, final));
+  return "cancelled";
+}
 
-  if (current.status === "cancel_requested" || current.status === "cancelling") {
-    const discarded = discardedStats(execution);
-    const finished = await store.finishRun({
-      tenantId: run.tenantId,
-      runId: run.runId,
-      attempt: run.attempt,
-      to: "cancelled",
-      from: ["cancel_requested", "cancelling"],
-      stats: discarded,
-      cancelledGeneration: {
-        discardedStreamChars: discarded.discardedStreamChars ?? 0,
-        discardedOutputTokens: discarded.discardedOutputTokens ?? 0,
-        tokensEstimated: discarded.tokensEstimated ?? false,
-      },
-      // Where the cancel was accepted by a process that does not execute the run, only this one knows the step.
-      pendingStep: execution.activeStep,
-      now,
-    });
-    if (discarded.discardedStreamChars) {
-      execution.trace("generation_discarded", {
-        discarded_stream_chars: discarded.discardedStreamChars,
-        discarded_output_tokens: discarded.discardedOutputTokens,
-        tokens_estimated: discarded.tokensEstimated,
-      });
-    }
-    const final = finished ?? (await store.getRun(run.tenantId, run.runId))!;
-    emitTerminal(execution, final, discarded.discardedStreamChars ?? 0, await externalEffects(execution, final));
-    return "cancelled";
-  }
+/** What a run whose Stop stopped the work but could not be recorded says when it fails. */
+export const CANCEL_NOT_RECORDED_MESSAGE =
+  "The run was stopped, but the Stop could not be recorded, so it ends as failed; nothing after the Stop was published.";
 
-  if ((current.status === "running" || current.status === "interrupted") && execution.stopCause?.kind === "shutdown") {
-    // A purposeful stop (the worker drains) is not a failure: the run goes back to the queue for another worker.
-    await store.transitionRun({ tenantId: run.tenantId, runId: run.runId, attempt: run.attempt, from: [current.status], to: "queued", now });
-    execution.trace("handed_back", { reason: "worker_draining" });
-    return "handed_back";
-  }
+const FAILURE_MESSAGES = {
+  cancel_not_recorded: CANCEL_NOT_RECORDED_MESSAGE,
+  model_error: "The model failed while generating.",
+  run_error: "The run failed.",
+} as const;
 
-  if (current.status === "running") {
-    // The work was stopped for a cancel the store could not record: a failure, never "cancelled".
-    const isCancelNotRecorded = execution.stopCause?.kind === "cancel";
-    if (execution.stopCause?.kind === "cancel") execution.trace("cancel_not_recorded", { reason: execution.stopCause.reason });
-    const isProviderError = planError instanceof ModelFailedError && !isCancelNotRecorded;
-    const modelError = isProviderError && ModelError.isInstance(planError.cause) ? planError.cause : undefined;
-    const finished = await store.finishRun({
-      tenantId: run.tenantId,
-      runId: run.runId,
-      attempt: run.attempt,
-      to: "failed",
-      from: ["running"],
-      stats: discardedStats(execution),
-      failureReason: isProviderError ? "provider_error" : "error",
-      // ModelError messages are written to be safe (no key, no upstream body).
-      failureMessage: isCancelNotRecorded
-        ? CANCEL_NOT_RECORDED_MESSAGE
-        : (modelError?.message ?? (isProviderError ? "The model failed while generating." : "The run failed.")),
-      now,
-    });
-    execution.trace("run_failed", { error: describe(planError) });
-    const final = finished ?? (await store.getRun(run.tenantId, run.runId))!;
-    if (finished) logRunFailure(execution.logger, finished, describe(planError));
-    emitTerminal(execution, final, 0);
-    return "failed";
-  }
-
-  // Already terminal through another path (e.g. recovery): report it, publish nothing.
-  if (isTerminalStatus(current.status)) {
-    if (!(planError instanceof PublicationRejectedError)) execution.trace("execution_ended_late", { status: current.status });
-    emitTerminal(execution, current, 0);
-    return current.status;
-  }
-  execution.logger.warn({ run_id: run.runId, status: current.status }, "run left in a non-terminal status");
+/** running → failed, saying why. */
+async function fail(execution: RunExecution, action: Extract<SettleAction, { kind: "fail" }>, planError: unknown): Promise<ExecutionOutcome> {
+  const { run, store, clock } = execution;
+  const { stop } = execution;
+  if (action.message === "cancel_not_recorded" && "reason" in stop.state) execution.trace("cancel_not_recorded", { reason: stop.state.reason });
+  // ModelError messages are written to be safe (no key, no upstream body).
+  const modelError = action.message === "model_error" && planError instanceof ModelFailedError && ModelError.isInstance(planError.cause) ? planError.cause : undefined;
+  const finished = await store.finishRun({
+    tenantId: run.tenantId,
+    runId: run.runId,
+    attempt: run.attempt,
+    to: "failed",
+    from: ["running"],
+    stats: discardedStats(execution),
+    failureReason: action.reason,
+    failureMessage: modelError?.message ?? FAILURE_MESSAGES[action.message],
+    now: clock.now(),
+  });
+  execution.trace("run_failed", { error: describe(planError) });
+  const final = finished ?? (await store.getRun(run.tenantId, run.runId)) ?? run;
+  if (finished) logRunFailure(execution.logger, finished, describe(planError));
+  emitTerminal(execution, final, 0);
   return "failed";
+}
+
+/** How the run's work ended, in the lifecycle's terms. */
+function workOutcome(planError: unknown): WorkOutcome {
+  if (planError === undefined) return "done";
+  if (planError instanceof PublicationRejectedError) return "publication_rejected";
+  if (planError instanceof ModelFailedError) {
+    return ModelError.isInstance(planError.cause) && planError.cause.kind === "cancelled" ? "provider_cancelled" : "model_failed";
+  }
+  return "error";
 }
 
 /**
@@ -169,10 +195,6 @@ export function logRunFailure(logger: RunExecution["logger"], run: RunRecord, ca
     "run failed",
   );
 }
-
-/** What a run whose Stop stopped the work but could not be recorded says when it fails. */
-export const CANCEL_NOT_RECORDED_MESSAGE =
-  "The run was stopped, but the Stop could not be recorded, so it ends as failed; nothing after the Stop was published.";
 
 /** The counts of generation that was started and not published. */
 function discardedStats(execution: RunExecution): Partial<UsageStats> {
@@ -271,10 +293,6 @@ function outcomeFromLedger(operations: readonly OperationRecord[]): (call: Messa
         return CANCELLED_BEFORE_EXECUTION;
     }
   };
-}
-
-function isProviderCancel(error: unknown): boolean {
-  return error instanceof ModelFailedError && ModelError.isInstance(error.cause) && error.cause.kind === "cancelled";
 }
 
 function describe(error: unknown): string {

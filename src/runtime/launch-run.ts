@@ -9,6 +9,7 @@ import type { Logger } from "../core/logger.js";
 import type { ChatModel } from "../core/model.js";
 import type { RunExecution } from "./run-execution.js";
 import { runKey } from "./run-key.js";
+import { RunStop } from "./run-stop.js";
 import type { RuntimeObserver } from "./runtime-observer.js";
 
 /** What launching a run needs from the runtime. */
@@ -61,7 +62,7 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
     tools: context.tools,
     activeOperation: null,
     awaitApproval: (operation, signal) => context.awaitApproval(execution, operation, signal),
-    stopCause: null,
+    stop: new RunStop(scope),
     discarded: { llmCalls: 0, streamChars: 0, outputTokens: 0, inputTokens: 0, isEstimated: true },
   };
   // Registered before the claim, so a cancel that lands while claiming still aborts it.
@@ -102,7 +103,7 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
 }
 
 function finished(context: LaunchRunContext, execution: RunExecution, run: RunRecord, outcome: ExecutionOutcome): void {
-  if (outcome === "cancelled" && execution.stopCause?.kind === "cancel") {
+  if (outcome === "cancelled" && execution.stop.state.kind === "recorded") {
     const endedAt = context.clock.now();
     runInBackground(context.logger, "cancel latency", async () => {
       const final = await context.store.getRun(run.tenantId, run.runId);

@@ -1,4 +1,4 @@
-import type { RunEventDraft, RunRecord } from "../core/index.js";
+import { decideRecovery, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import { emitTerminal, logRunFailure } from "./execute-run.js";
 import type { Logger } from "../core/logger.js";
@@ -30,43 +30,47 @@ export interface RecoveryContext {
  */
 export async function recoverRun(run: RunRecord, context: RecoveryContext): Promise<boolean> {
   const { store, now } = context;
-  // Fenced by the lost attempt: a recoverer acting on a stale list changes nothing.
-  const base = { tenantId: run.tenantId, runId: run.runId, attempt: run.attempt, now };
-  if (run.status !== "queued") {
-    const isTakenOver = await store.takeOverLease({ ...base, owner: context.owner, leaseExpiresAt: now + context.leaseMs });
-    if (!isTakenOver) return false;
-    await settleOperations(run, context);
-  }
-  if (run.status === "queued") {
+  const action = decideRecovery(run.status, run.recoveryPolicy);
+  if (action.kind === "none") return false;
+  if (action.kind === "claim") {
     context.trace(run, "recovered", { from: run.status, action: "claim" });
     context.launch(run);
     return true;
   }
-  if (run.status === "cancel_requested" || run.status === "cancelling") {
-    const cancelled = await store.finishRun({ ...base, to: "cancelled", from: [run.status], stats: {} });
-    if (cancelled) await ended(context, cancelled, "cancelled");
-    return cancelled !== undefined;
+  // Fenced by the lost attempt: a recoverer acting on a stale list changes nothing.
+  const base = { tenantId: run.tenantId, runId: run.runId, attempt: run.attempt, now };
+  const isTakenOver = await store.takeOverLease({ ...base, owner: context.owner, leaseExpiresAt: now + context.leaseMs });
+  if (!isTakenOver) return false;
+  await settleOperations(run, context);
+  switch (action.kind) {
+    case "cancel": {
+      const cancelled = await store.finishRun({ ...base, to: "cancelled", from: ["cancel_requested", "cancelling"], stats: {} });
+      if (cancelled) await ended(context, cancelled, "cancelled");
+      return cancelled !== undefined;
+    }
+    case "resume": {
+      const requeued = await store.transitionRun({ ...base, from: ["running", "interrupted"], to: "queued" });
+      if (!requeued) return false;
+      context.trace(requeued, "recovered", { from: run.status, action: "resume", attempt: requeued.attempt });
+      context.launch(requeued);
+      return true;
+    }
+    case "fail": {
+      const failed = await store.finishRun({
+        ...base,
+        to: "failed",
+        from: ["running", "interrupted"],
+        stats: {},
+        failureReason: "worker_lost",
+        failureMessage: "The process running this run stopped before it finished.",
+      });
+      if (failed) {
+        logRunFailure(context.logger, failed, `the lease of attempt ${run.attempt} (${run.leaseOwner ?? "no owner"}) expired`);
+        await ended(context, failed, "failed");
+      }
+      return failed !== undefined;
+    }
   }
-  if (run.recoveryPolicy === "resume") {
-    const requeued = await store.transitionRun({ ...base, from: ["running", "interrupted"], to: "queued" });
-    if (!requeued) return false;
-    context.trace(requeued, "recovered", { from: run.status, action: "resume", attempt: requeued.attempt });
-    context.launch(requeued);
-    return true;
-  }
-  const failed = await store.finishRun({
-    ...base,
-    to: "failed",
-    from: ["running", "interrupted"],
-    stats: {},
-    failureReason: "worker_lost",
-    failureMessage: "The process running this run stopped before it finished.",
-  });
-  if (failed) {
-    logRunFailure(context.logger, failed, `the lease of attempt ${run.attempt} (${run.leaseOwner ?? "no owner"}) expired`);
-    await ended(context, failed, "failed");
-  }
-  return failed !== undefined;
 }
 
 async function ended(context: RecoveryContext, run: RunRecord, action: string): Promise<void> {

@@ -2,6 +2,7 @@ import type { Clock, OperationRecord, PendingStep, RunEventDraft, RunRecord, Tra
 import type { Tool } from "../tools/tool.js";
 import type { Store } from "../store/index.js";
 import type { CancelScope } from "./cancel-scope.js";
+import type { RunStop } from "./run-stop.js";
 import type { Logger } from "../core/logger.js";
 import type { ChatModel } from "../core/model.js";
 
@@ -13,13 +14,6 @@ export interface DiscardedGeneration {
   inputTokens: number;
   isEstimated: boolean;
 }
-
-/**
- * Why a run's scope was cancelled. A cancel aborts the work first and is recorded by the store
- * in the same breath; `recorded` says whether the store accepted it, and the executor settles
- * only once it knows.
- */
-export type StopCause = { kind: "cancel"; reason: string; recorded: Promise<boolean> } | { kind: "shutdown" };
 
 /** One run being executed in this process: what its steps and its cancel path share. */
 export interface RunExecution {
@@ -44,8 +38,8 @@ export interface RunExecution {
   activeOperation: { opId: string; toolName: string; phase: "prepared" | "awaiting_approval" | "committing" } | null;
   /** Pauses the run (`interrupted`) until the user approves or rejects `operation`; rejects on Stop. */
   awaitApproval(operation: OperationRecord, signal: AbortSignal): Promise<"approved" | "rejected">;
-  /** Set when the scope is cancelled, so the executor can tell a Stop from a shutdown. */
-  stopCause: StopCause | null;
+  /** The run's stop: written by the cancel path, the cluster worker and a drain; read when settling. */
+  readonly stop: RunStop;
   readonly discarded: DiscardedGeneration;
 }
 

@@ -1,31 +1,30 @@
-import { createId, isTerminalStatus, systemClock, type Clock, type RecoveryPolicy, type RunEventDraft, type RunRecord, type ThreadRecord } from "../core/index.js";
+import { createId, systemClock, type Clock, type RecoveryPolicy, type RunRecord, type ThreadRecord } from "../core/index.js";
 import type { Cluster } from "./cluster.js";
-import type { Store } from "../store/index.js";
+import type { DeleteMessageResult, ForkThreadResult, Store } from "../store/index.js";
 import { EventHub, type RunEventBuffer } from "../stream/index.js";
 import type { Tool } from "../tools/tool.js";
 import { Approvals } from "./approvals.js";
 import { runInBackground } from "./background.js";
-import { abortableDelay } from "../core/abortable-delay.js";
 import { cancelRun, terminateThread, type CancelRunContext, type CancelRunResult } from "./cancel-run.js";
 import { ClusterWorker } from "./cluster-worker.js";
 import { forwardDecision } from "./forward-decision.js";
-import { titleFromText } from "../core/heuristic-title.js";
 import { DisconnectWatch } from "./disconnect-watch.js";
-import { launchRun, type LaunchRunContext } from "./launch-run.js";
 import { silentLogger, type Logger } from "../core/logger.js";
 import type { ChatModel } from "../core/model.js";
 import { confirmOperation, confirmUnknownOperations, type OperationConfirmationContext } from "./operation-confirmation.js";
 import { PendingCancels } from "./pending-cancels.js";
 import { recoverRun } from "./recover-run.js";
-import { createRunEmitter } from "./run-emitter.js";
-import { traceFor, type RunExecution } from "./run-execution.js";
-import { runKey } from "./run-key.js";
 import type { RuntimeObserver } from "./runtime-observer.js";
+import { RunJournal } from "./run-journal.js";
+import { RunScheduler } from "./run-scheduler.js";
+import { saveTitle } from "./save-title.js";
 import { startRun, type StartRunContext, type StartRunRequest } from "./start-run.js";
+import { deleteMessage, forkThread, saveFragment, type ForkRequest, type SaveFragmentOutcome, type SaveFragmentRequest, type ThreadEditsContext } from "./thread-edits.js";
 
 export type { RuntimeObserver } from "./runtime-observer.js";
 export type { StartRunRequest } from "./start-run.js";
 export type { CancelRunResult } from "./cancel-run.js";
+export type { ForkRequest, SaveFragmentOutcome, SaveFragmentRequest } from "./thread-edits.js";
 
 /** What a process does: `api` serves requests and leaves execution to workers; `worker` executes; `all` both. */
 export type RuntimeRole = "api" | "worker" | "all";
@@ -62,6 +61,10 @@ export interface RuntimeOptions {
 /**
  * The embedded runtime: starts runs, executes them on this process with leases, cancels them,
  * and recovers runs whose lease expired. The server is a thin HTTP layer over it.
+ *
+ * A facade: its parts (the journal of events and traces, the scheduler of executing runs, the
+ * start, cancel, approval, confirmation, edit and recovery paths) each get the narrow ports they
+ * need, wired once here; no part calls back into this class.
  */
 export class Runtime {
   readonly hub: EventHub;
@@ -71,97 +74,117 @@ export class Runtime {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #leaseMs: number;
-  readonly #recoveryPolicy: RecoveryPolicy;
-  readonly #observer: RuntimeObserver;
-  readonly #active = new Map<string, RunExecution>();
-  readonly #executions = new Set<Promise<unknown>>();
-  readonly #pendingCancels = new PendingCancels();
-  readonly #disconnectWatch: DisconnectWatch;
-  readonly #tools: ReadonlyMap<string, Tool>;
-  readonly #approvals: Approvals;
   readonly #role: RuntimeRole;
   readonly #cluster: Cluster | undefined;
+  readonly #disconnectWatch: DisconnectWatch;
+  readonly #journal: RunJournal;
+  readonly #scheduler: RunScheduler;
+  readonly #approvals: Approvals;
   readonly #worker: ClusterWorker | undefined;
-  /** What the start, cancel, launch and confirmation paths share with this facade. */
-  readonly #context: StartRunContext & CancelRunContext & LaunchRunContext & OperationConfirmationContext;
+  readonly #start: StartRunContext;
+  readonly #cancel: CancelRunContext;
+  readonly #confirmations: OperationConfirmationContext;
+  readonly #edits: ThreadEditsContext;
   #timers: NodeJS.Timeout[] = [];
   #isRecovering = false;
-  #isClosed = false;
 
   constructor(options: RuntimeOptions) {
-    this.store = options.store;
-    this.model = options.model;
-    this.#clock = options.clock ?? systemClock;
-    this.#logger = options.logger ?? silentLogger;
-    this.#leaseMs = options.leaseMs ?? 15_000;
-    this.#recoveryPolicy = options.recoveryPolicy ?? "fail";
-    this.#observer = options.observer ?? {};
+    const store = (this.store = options.store);
+    const model = (this.model = options.model);
+    const clock = (this.#clock = options.clock ?? systemClock);
+    const logger = (this.#logger = options.logger ?? silentLogger);
+    const leaseMs = (this.#leaseMs = options.leaseMs ?? 15_000);
+    const observer = options.observer ?? {};
     this.workerId = options.workerId ?? `wrk_${createId("run").slice(4)}`;
-    this.hub = new EventHub({ ttlMs: options.eventTtlMs });
+    const hub = (this.hub = new EventHub({ ttlMs: options.eventTtlMs }));
     this.#role = options.role ?? "all";
-    this.#cluster = options.cluster;
-    if (this.#role !== "all" && !this.#cluster) throw new Error(`The ${this.#role} role needs a cluster (PostgreSQL).`);
+    const cluster = (this.#cluster = options.cluster);
+    if (this.#role !== "all" && !cluster) throw new Error(`The ${this.#role} role needs a cluster (PostgreSQL).`);
+    const tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]));
+    const pendingCancels = new PendingCancels();
+    const cancel = (tenantId: string, runId: string, reason: string): Promise<CancelRunResult> => cancelRun(this.#cancel, tenantId, runId, reason);
 
-    this.#tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]));
-    this.#disconnectWatch = new DisconnectWatch(options.disconnectGraceMs ?? 5_000, (tenantId, runId) =>
-      runInBackground(this.#logger, "on_disconnect cancel", () => this.cancelRun(tenantId, runId, "client_disconnected")),
-    );
-    this.#approvals = new Approvals({
-      store: this.store,
-      clock: this.#clock,
-      emitter: (run) => this.#emitter(run),
-      trace: (run, kind, data) => this.#trace(run, kind, data),
-    });
-    this.#context = {
-      store: this.store,
-      model: this.model,
-      clock: this.#clock,
-      logger: this.#logger,
-      hub: this.hub,
-      leaseMs: this.#leaseMs,
+    const journal: RunJournal = (this.#journal = new RunJournal({
+      hub,
+      store,
+      clock,
+      logger,
+      cluster,
+      executesHere: (tenantId, runId): boolean => scheduler.execution(tenantId, runId) !== undefined,
+    }));
+    const emitter = (run: RunRecord) => journal.emitter(run);
+    const trace = (run: RunRecord, kind: string, data: Record<string, unknown>) => journal.trace(run, kind, data);
+    const disconnectWatch = (this.#disconnectWatch = new DisconnectWatch(options.disconnectGraceMs ?? 5_000, (tenantId, runId) =>
+      runInBackground(logger, "on_disconnect cancel", () => cancel(tenantId, runId, "client_disconnected")),
+    ));
+    const approvals = (this.#approvals = new Approvals({ store, clock, emitter, trace }));
+    const scheduler: RunScheduler = (this.#scheduler = new RunScheduler({
+      store,
+      model,
+      clock,
+      logger,
+      journal,
+      tools,
+      observer,
+      disconnectWatch,
+      leaseMs,
       workerId: this.workerId,
-      recoveryPolicy: this.#recoveryPolicy,
-      observer: this.#observer,
-      tools: this.#tools,
-      active: this.#active,
-      executions: this.#executions,
-      pendingCancels: this.#pendingCancels,
-      cluster: this.#cluster,
-      onRunSettled: () => {
-        this.#worker?.claimSoon();
-      },
-      disconnectWatch: this.#disconnectWatch,
-      isClosed: () => this.#isClosed,
-      emitter: (run) => this.#emitter(run),
-      trace: (run, kind, data) => this.#trace(run, kind, data),
-      saveTitle: (thread, firstMessage) => this.#saveTitle(thread, firstMessage),
-      launch: (run) => this.#launch(run),
-      admitNext: (tenantId, threadId) => this.#admitNext(tenantId, threadId),
-      cancelRun: (tenantId, runId, reason) => this.cancelRun(tenantId, runId, reason),
-      waitForTerminal: (tenantId, runId, timeoutMs) => this.waitForTerminal(tenantId, runId, timeoutMs),
-      confirmUnknownOperations: (tenantId, threadId) => confirmUnknownOperations(this.#context, tenantId, threadId),
-      awaitApproval: (execution, operation, signal) => this.#approvals.awaitApproval(execution, operation, signal),
+      executes: this.#role !== "api",
+      cluster,
+      cancel,
+      awaitApproval: (execution, operation, signal) => approvals.awaitApproval(execution, operation, signal),
+      // A slot is free again: a worker claims the next queued run.
+      onRunSettled: () => this.#worker?.claimSoon(),
+    }));
+    this.#confirmations = { store, clock, logger, tools };
+    this.#cancel = {
+      store,
+      clock,
+      observer,
+      logger,
+      active: scheduler.active,
+      pendingCancels,
+      cluster,
+      emitter,
+      trace,
+      admitNext: (tenantId, threadId) => scheduler.admitNext(tenantId, threadId),
     };
+    this.#start = {
+      store,
+      model,
+      clock,
+      hub,
+      recoveryPolicy: options.recoveryPolicy ?? "fail",
+      pendingCancels,
+      disconnectWatch,
+      isClosed: () => scheduler.isClosed,
+      trace,
+      saveTitle: (thread, firstMessage) => saveTitle({ store, model, clock, logger }, thread, firstMessage),
+      launch: (run) => scheduler.launch(run),
+      cancelRun: cancel,
+      waitForTerminal: (tenantId, runId, timeoutMs) => journal.waitForTerminal(tenantId, runId, timeoutMs),
+      confirmUnknownOperations: (tenantId, threadId) => confirmUnknownOperations(this.#confirmations, tenantId, threadId),
+    };
+    this.#edits = { store, clock, openEvents: (tenantId, run, afterSeq) => journal.openEvents(tenantId, run, afterSeq) };
     this.#worker =
-      this.#cluster && this.#role !== "api"
+      cluster && this.#role !== "api"
         ? new ClusterWorker({
-            cluster: this.#cluster,
-            store: this.store,
-            clock: this.#clock,
-            logger: this.#logger,
+            cluster,
+            store,
+            clock,
+            logger,
             workerId: this.workerId,
-            leaseMs: this.#leaseMs,
+            leaseMs,
             maxConcurrentRuns: options.maxConcurrentRuns ?? 64,
             pollMs: options.pollMs ?? 1_000,
             eventTtlMs: options.eventTtlMs ?? 15 * 60_000,
-            active: this.#active,
-            approvals: this.#approvals,
-            execute: (run) => launchRun(this.#context, run, true),
-            isClosed: () => this.#isClosed,
+            active: scheduler.active,
+            approvals,
+            execute: (run) => scheduler.executeClaimed(run),
+            isClosed: () => scheduler.isClosed,
           })
         : undefined;
   }
-
 
   /**
    * Tells the runtime a client subscribed to a run's events; call the returned function when it
@@ -174,7 +197,7 @@ export class Runtime {
 
   /** Runs being executed by this process. */
   get activeRunCount(): number {
-    return this.#active.size;
+    return this.#scheduler.active.size;
   }
 
   /** What this process does. */
@@ -207,17 +230,8 @@ export class Runtime {
    * The buffer to stream a run's events from: this process's own when it executes the run, else
    * (scaled) the shared log's, followed live. Undefined when the stream is gone.
    */
-  async openEvents(tenantId: string, run: RunRecord, afterSeq: number): Promise<RunEventBuffer | undefined> {
-    const local = this.hub.get(tenantId, run.runId);
-    if (!this.#cluster || this.#active.has(runKey(tenantId, run.runId))) return local;
-    const buffer = await this.#cluster.follow(this.hub, tenantId, run.runId, run.attempt, afterSeq);
-    if (isTerminalStatus(run.status) && !buffer.terminalEvent) {
-      // The terminal event may be a moment behind the status; if it never comes, the log is gone.
-      const waiter = new AbortController();
-      await Promise.race([buffer.whenTerminal(), abortableDelay(2_000, waiter.signal)]).finally(() => waiter.abort());
-      if (!buffer.terminalEvent) return undefined;
-    }
-    return buffer;
+  openEvents(tenantId: string, run: RunRecord, afterSeq: number): Promise<RunEventBuffer | undefined> {
+    return this.#journal.openEvents(tenantId, run, afterSeq);
   }
 
   /** Creates a thread with its root checkpoint; a `title` given here is never replaced by the automatic one. */
@@ -239,34 +253,37 @@ export class Runtime {
 
   /** Starts a run (or returns the earlier one for a repeated run_id / Idempotency-Key). */
   startRun(request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
-    return startRun(this.#context, request);
+    return startRun(this.#start, request);
   }
 
   /** Accepts a cancel (STOP) for one run; never refused for a stale version. */
   cancelRun(tenantId: string, runId: string, reason: string): Promise<CancelRunResult> {
-    return cancelRun(this.#context, tenantId, runId, reason);
+    return cancelRun(this.#cancel, tenantId, runId, reason);
   }
 
   /** The run once it is terminal, or as it stands when `timeoutMs` ran out; undefined if unknown. */
-  async waitForTerminal(tenantId: string, runId: string, timeoutMs: number): Promise<RunRecord | undefined> {
-    const deadline = this.#clock.now() + timeoutMs;
-    let run = await this.store.getRun(tenantId, runId);
-    while (run && !isTerminalStatus(run.status)) {
-      const remaining = deadline - this.#clock.now();
-      if (remaining <= 0) break;
-      const buffer = this.hub.get(tenantId, runId);
-      const waiter = new AbortController();
-      const waits: Promise<unknown>[] = [abortableDelay(buffer ? remaining : Math.min(remaining, 50), waiter.signal)];
-      if (buffer) waits.push(buffer.whenTerminal());
-      await Promise.race(waits).finally(() => waiter.abort());
-      run = await this.store.getRun(tenantId, runId);
-    }
-    return run;
+  waitForTerminal(tenantId: string, runId: string, timeoutMs: number): Promise<RunRecord | undefined> {
+    return this.#journal.waitForTerminal(tenantId, runId, timeoutMs);
   }
 
   /** TERMINATE: deletes the thread and cancels every run of it, atomically; undefined if not found. */
   terminateThread(tenantId: string, threadId: string): Promise<{ cancelledRunIds: string[] } | undefined> {
-    return terminateThread(this.#context, tenantId, threadId);
+    return terminateThread(this.#cancel, tenantId, threadId);
+  }
+
+  /** Saves what the client saw of a stopped answer (at `lastSeq`) as a fragment. */
+  saveFragment(request: SaveFragmentRequest): Promise<SaveFragmentOutcome> {
+    return saveFragment(this.#edits, request);
+  }
+
+  /** Deletes a saved fragment. */
+  deleteMessage(tenantId: string, threadId: string, messageId: string): Promise<DeleteMessageResult> {
+    return deleteMessage(this.#edits, tenantId, threadId, messageId);
+  }
+
+  /** Starts a branch from a checkpoint of the thread's lineage. */
+  forkThread(request: ForkRequest): Promise<ForkThreadResult> {
+    return forkThread(this.#edits, request);
   }
 
   /**
@@ -275,27 +292,29 @@ export class Runtime {
    * cancelled, since its work stopped with its worker. Returns how many were recovered.
    */
   async recover(): Promise<number> {
-    if (this.#isRecovering || this.#isClosed || this.#role === "api") return 0;
+    if (this.#isRecovering || this.#scheduler.isClosed || this.#role === "api") return 0;
     this.#isRecovering = true;
     try {
       const now = this.#clock.now();
       const runs = await this.store.listRecoverableRuns(now, now - this.#leaseMs);
+      const journal = this.#journal;
+      const scheduler = this.#scheduler;
       let recovered = 0;
       for (const run of runs) {
-        if (this.#active.has(runKey(run.tenantId, run.runId))) continue;
+        if (scheduler.execution(run.tenantId, run.runId)) continue;
         const recoveredRun = await recoverRun(run, {
           store: this.store,
           now: this.#clock.now(),
           owner: this.workerId,
           leaseMs: this.#leaseMs,
           logger: this.#logger,
-          launch: (queued) => this.#launch(queued),
-          trace: (traced, kind, data) => this.#trace(traced, kind, data),
-          emitter: (ended) => this.#continuingEmitter(ended),
+          launch: (queued) => scheduler.launch(queued),
+          trace: (traced, kind, data) => journal.trace(traced, kind, data),
+          emitter: (ended) => journal.continuingEmitter(ended),
         });
         if (recoveredRun) recovered++;
       }
-      for (const { tenantId, threadId } of await this.store.listThreadsWithWaitingRuns()) await this.#admitNext(tenantId, threadId);
+      for (const { tenantId, threadId } of await this.store.listThreadsWithWaitingRuns()) await scheduler.admitNext(tenantId, threadId);
       return recovered;
     } finally {
       this.#isRecovering = false;
@@ -313,55 +332,7 @@ export class Runtime {
 
   /** The user's confirmation of an operation whose outcome was unknown (a transition of its thread). */
   confirmOperation(tenantId: string, threadId: string, opId: string, outcome: "committed" | "not_committed", result?: unknown) {
-    return confirmOperation(this.#context, tenantId, threadId, opId, outcome, result);
-  }
-
-  /** Starts the oldest run waiting on a thread once the thread is free (multitask `enqueue`). */
-  async #admitNext(tenantId: string, threadId: string): Promise<void> {
-    const run = await this.store.admitNextRun(tenantId, threadId, createId("cp"), this.#clock.now());
-    if (!run) return;
-    this.#trace(run, "run_admitted", { base_checkpoint_id: run.baseCheckpointId });
-    if (run.onDisconnect === "cancel") this.#disconnectWatch.watch(run.tenantId, run.runId);
-    this.#launch(run);
-  }
-
-  /** Claims a queued run for this process and executes it in the background (an API process wakes the workers instead). */
-  #launch(run: RunRecord): void {
-    if (this.#role === "api") this.#cluster?.announceQueued();
-    else launchRun(this.#context, run);
-  }
-
-  /** Appends to the run's buffer; the first event of every attempt is `run.started`. */
-  #emitter(run: RunRecord): (draft: RunEventDraft) => void {
-    const cluster = this.#cluster;
-    return createRunEmitter(this.hub, run, cluster ? (event) => cluster.publishEvent(run.tenantId, event) : undefined);
-  }
-
-  /** The emitter of a run another process was executing: its attempt's stream continues from the shared log. */
-  async #continuingEmitter(run: RunRecord): Promise<(draft: RunEventDraft) => void> {
-    if (this.#cluster && !this.#active.has(runKey(run.tenantId, run.runId))) {
-      await this.#cluster.follow(this.hub, run.tenantId, run.runId, run.attempt);
-      this.#cluster.unfollow(run.tenantId, run.runId);
-    }
-    return this.#emitter(run);
-  }
-
-  #saveTitle(thread: ThreadRecord, firstMessage: string): void {
-    // Its own transaction, whatever the run's fate or the client's.
-    runInBackground(this.#logger, "title", async () => {
-      // The model's title when it gives one in time; else the heuristic, so a thread is always named.
-      const fromModel = await this.model.title?.(firstMessage, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
-        this.#logger.warn({ error: String(error) }, "the model gave no title; using the first words");
-        return undefined;
-      });
-      const title = fromModel?.trim() || titleFromText(firstMessage);
-      await this.store.saveTitle(thread.tenantId, thread.threadId, title.slice(0, 200), this.#clock.now());
-    });
-  }
-
-  #trace(run: RunRecord, kind: string, data: Record<string, unknown>): void {
-    const record = traceFor(run, createId("trc"), kind, data, this.#clock.now());
-    runInBackground(this.#logger, "trace", () => this.store.appendTrace(record));
+    return confirmOperation(this.#confirmations, tenantId, threadId, opId, outcome, result);
   }
 
   /**
@@ -370,14 +341,8 @@ export class Runtime {
    * then waits for them to settle.
    */
   async close(): Promise<void> {
-    this.#isClosed = true;
     for (const timer of this.#timers) clearInterval(timer);
-    for (const execution of this.#active.values()) {
-      execution.stopCause ??= { kind: "shutdown" };
-      execution.scope.cancel(new Error("shutdown"));
-    }
-    const wasExecuting = this.#executions.size > 0;
-    await Promise.allSettled([...this.#executions]);
+    const wasExecuting = await this.#scheduler.drain();
     // The runs handed back are queued again: the other workers take them now, not at their next poll.
     if (wasExecuting) this.#cluster?.announceQueued();
     this.#disconnectWatch.clear();

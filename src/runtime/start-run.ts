@@ -143,10 +143,8 @@ async function createRun(context: StartRunContext, request: StartRunRequest, req
       });
     case "operation_unconfirmed":
       throw new TidemarkError("operation_unconfirmed", "An earlier action's outcome is unknown; confirm it before starting another run.", {
-        details: {
-          operations: result.operations.map((operation) => operation.opId),
-          confirm_url: `/v1/threads/${request.threadId}/operations/${result.operations[0]?.opId}/confirm`,
-        },
+        // The server adds the links; the runtime knows no URL.
+        details: { thread_id: request.threadId, operations: result.operations.map((operation) => operation.opId) },
       });
     case "created":
       break;

@@ -3,6 +3,7 @@ import type { IncomingMessage } from "node:http";
 import { HTTPException } from "hono/http-exception";
 import { ERROR_CODES, TidemarkError, type ErrorCode } from "../core/index.js";
 import type { Logger } from "../runtime/index.js";
+import { confirmUrl } from "./wire.js";
 
 /** A JSON error response with a stable code. */
 export function errorResponse(c: Context, code: ErrorCode, message: string, details: Record<string, unknown> = {}): Response {
@@ -27,7 +28,7 @@ export function invalidRequestResponse(c: Context, issues: readonly RequestIssue
  */
 export function createErrorHandler(logger: Logger) {
   return function handleError(error: Error, c: Context): Response {
-    if (TidemarkError.isInstance(error)) return errorResponse(c, error.code, error.message, error.details);
+    if (TidemarkError.isInstance(error)) return errorResponse(c, error.code, error.message, withLinks(error.code, error.details));
     if (error instanceof HTTPException) {
       if (error.status === 413) return errorResponse(c, "payload_too_large", "The request body is too large.");
       if (error.status === 415) return errorResponse(c, "unsupported_media_type", "Send the body as application/json.");
@@ -42,6 +43,14 @@ export function createErrorHandler(logger: Logger) {
     logger.error({ path: c.req.path, error: error.stack ?? String(error) }, "unexpected error");
     return errorResponse(c, "internal_error", "Something went wrong on the server.");
   };
+}
+
+/** An error's details with the URLs a client follows next (the runtime names ids, the server builds URLs). */
+function withLinks(code: ErrorCode, details: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (code !== "operation_unconfirmed" || !details) return details;
+  const { thread_id: threadId, operations } = details;
+  if (typeof threadId !== "string" || !Array.isArray(operations) || typeof operations[0] !== "string") return details;
+  return { ...details, confirm_url: confirmUrl(threadId, operations[0]) };
 }
 
 /** Whether the client closed the connection before its request was complete (reading the body then fails). */

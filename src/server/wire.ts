@@ -94,6 +94,9 @@ export function checkpointView(checkpoint: CheckpointRecord) {
 export const eventsUrl = (runId: string): string => `/v1/runs/${runId}/events`;
 export const historyUrl = (threadId: string): string => `/v1/threads/${threadId}/history`;
 
+/** Where the user confirms an operation whose outcome is unknown. */
+export const confirmUrl = (threadId: string, opId: string): string => `/v1/threads/${threadId}/operations/${opId}/confirm`;
+
 export function operationView(operation: OperationRecord) {
   return {
     op_id: operation.opId,
@@ -144,7 +147,7 @@ export function historyMarkers(
         label: "awaiting confirmation",
         op_id: operation.opId,
         tool: operation.toolName,
-        confirm_url: `/v1/threads/${threadId}/operations/${operation.opId}/confirm`,
+        confirm_url: confirmUrl(threadId, operation.opId),
       })),
   ];
 }

@@ -1,5 +1,5 @@
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
-import { createId, systemClock, TidemarkError } from "../../core/index.js";
+import { TidemarkError } from "../../core/index.js";
 import type { Runtime } from "../../runtime/index.js";
 import type { AppEnv } from "../app-env.js";
 import { errorResponses, json, ThreadIdParam, ThreadSchema } from "../schemas.js";
@@ -36,14 +36,11 @@ export function registerForkRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime): 
   app.openapi(forkThread, async function forkThreadHandler(c) {
     const { thread_id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const result = await runtime.store.forkThread({
+    const result = await runtime.forkThread({
       tenantId: c.get("tenantId"),
       sourceThreadId: thread_id,
       fromCheckpointId: body.from_checkpoint_id,
-      threadId: createId("thr"),
-      checkpointId: createId("cp"),
       metadata: body.metadata ?? {},
-      now: systemClock.now(),
     });
     switch (result.kind) {
       case "forked":

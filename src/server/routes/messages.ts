@@ -1,7 +1,6 @@
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
-import { createId, isTerminalStatus, systemClock, TidemarkError } from "../../core/index.js";
+import { TidemarkError } from "../../core/index.js";
 import type { Runtime } from "../../runtime/index.js";
-import type { RunEventBuffer } from "../../stream/index.js";
 import type { AppEnv } from "../app-env.js";
 import { pathId } from "../path-id.js";
 import { errorResponses, json, MessageSchema, RunIdParam } from "../schemas.js";
@@ -51,52 +50,11 @@ const deleteMessage = createRoute({
   },
 });
 
-/**
- * The text of `messageId` the client had received at `lastSeq`: its deltas with seq ≤ lastSeq,
- * joined. Undefined when the buffer does not hold `lastSeq` or no delta of the message precedes it.
- */
-export function receivedText(buffer: RunEventBuffer, messageId: string, lastSeq: number): string | undefined {
-  if (lastSeq < buffer.firstSeq || lastSeq > buffer.lastSeq) return undefined;
-  let text: string | undefined;
-  for (const event of buffer.eventsBetween(buffer.firstSeq - 1, lastSeq)) {
-    if (event.type === "message.delta" && event.message_id === messageId) text = (text ?? "") + event.text;
-  }
-  return text;
-}
-
 /** Fragments (DESIGN §9): save what the user saw of a stopped answer; delete a saved one. */
 export function registerMessageRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime): void {
   app.openapi(saveFragment, async function saveFragmentHandler(c) {
-    const tenantId = c.get("tenantId");
     const { message_id, last_seq } = c.req.valid("json");
-    const run = await runtime.store.getRun(tenantId, c.req.valid("param").run_id);
-    if (!run) throw new TidemarkError("run_not_found", "No such run.");
-    // Only a final stream says what the client can have seen; the store checks again in its transaction.
-    if (!isTerminalStatus(run.status)) {
-      throw new TidemarkError("run_not_terminal", "The run has not ended; stop it first, then save what you saw.", {
-        details: { status: run.status },
-      });
-    }
-    const buffer = await runtime.openEvents(tenantId, run, last_seq);
-    if (!buffer) {
-      throw new TidemarkError("stream_expired", "This run's event stream is no longer available; read the thread's history.", {
-        details: { history_url: historyUrl(run.threadId), run_status: run.status },
-      });
-    }
-    const content = receivedText(buffer, message_id, last_seq);
-    if (content === undefined) {
-      throw new TidemarkError("fragment_out_of_range", "The stream holds no text of this message at or before last_seq.", {
-        details: { last_streamed_seq: buffer.lastSeq, first_streamed_seq: buffer.firstSeq },
-      });
-    }
-    const result = await runtime.store.saveFragment({
-      tenantId,
-      runId: run.runId,
-      messageId: message_id,
-      checkpointId: createId("cp"),
-      content,
-      now: systemClock.now(),
-    });
+    const result = await runtime.saveFragment({ tenantId: c.get("tenantId"), runId: c.req.valid("param").run_id, messageId: message_id, lastSeq: last_seq });
     switch (result.kind) {
       case "saved":
         return c.json(messageView(result.message), 201);
@@ -107,6 +65,14 @@ export function registerMessageRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime
       case "run_not_terminal":
         throw new TidemarkError("run_not_terminal", "The run has not ended; stop it first, then save what you saw.", {
           details: { status: result.run.status },
+        });
+      case "stream_expired":
+        throw new TidemarkError("stream_expired", "This run's event stream is no longer available; read the thread's history.", {
+          details: { history_url: historyUrl(result.run.threadId), run_status: result.run.status },
+        });
+      case "fragment_out_of_range":
+        throw new TidemarkError("fragment_out_of_range", "The stream holds no text of this message at or before last_seq.", {
+          details: { last_streamed_seq: result.lastSeq, first_streamed_seq: result.firstSeq },
         });
       case "run_in_progress":
         throw new TidemarkError("run_in_progress", "Another run of this thread is active; save the fragment once it has ended.", {
@@ -137,13 +103,7 @@ export function registerMessageRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime
 
   app.openapi(deleteMessage, async function deleteMessageHandler(c) {
     const { thread_id, message_id } = c.req.valid("param");
-    const result = await runtime.store.deleteMessage({
-      tenantId: c.get("tenantId"),
-      threadId: thread_id,
-      messageId: message_id,
-      checkpointId: createId("cp"),
-      now: systemClock.now(),
-    });
+    const result = await runtime.deleteMessage(c.get("tenantId"), thread_id, message_id);
     switch (result.kind) {
       case "deleted":
         return c.json(

@@ -1,0 +1,109 @@
+import { createId, type Clock, type OperationRecord, type RunRecord } from "../core/index.js";
+import type { Logger } from "../core/logger.js";
+import type { ChatModel } from "../core/model.js";
+import type { Store } from "../store/index.js";
+import type { Tool } from "../tools/tool.js";
+import type { Cluster } from "./cluster.js";
+import type { DisconnectWatch } from "./disconnect-watch.js";
+import { launchRun, type LaunchRunContext } from "./launch-run.js";
+import type { RunExecution } from "./run-execution.js";
+import type { RunJournal } from "./run-journal.js";
+import { runKey } from "./run-key.js";
+import type { RuntimeObserver } from "./runtime-observer.js";
+
+/** What the scheduler needs. */
+export interface RunSchedulerPorts {
+  store: Store;
+  model: ChatModel;
+  clock: Clock;
+  logger: Logger;
+  journal: RunJournal;
+  tools: ReadonlyMap<string, Tool>;
+  observer: RuntimeObserver;
+  disconnectWatch: DisconnectWatch;
+  leaseMs: number;
+  workerId: string;
+  /** An API process executes nothing: it wakes the workers instead. */
+  executes: boolean;
+  cluster: Cluster | undefined;
+  /** Records a cancel, as a Stop would (a run's provider cancelled). */
+  cancel(tenantId: string, runId: string, reason: string): Promise<unknown>;
+  awaitApproval(execution: RunExecution, operation: OperationRecord, signal: AbortSignal): Promise<"approved" | "rejected">;
+  /** Called once a run's execution ended here, whatever its outcome (a slot is free again). */
+  onRunSettled(): void;
+}
+
+/**
+ * The runs this process executes: it launches them (claiming first), admits the next run waiting
+ * on a thread once the thread is free, and drains them on close.
+ */
+export class RunScheduler {
+  readonly #ports: RunSchedulerPorts;
+  readonly #active = new Map<string, RunExecution>();
+  readonly #tasks = new Set<Promise<unknown>>();
+  readonly #launchContext: LaunchRunContext;
+  #isClosed = false;
+
+  constructor(ports: RunSchedulerPorts) {
+    this.#ports = ports;
+    const { journal } = ports;
+    this.#launchContext = {
+      ...ports,
+      active: this.#active,
+      executions: this.#tasks,
+      isClosed: () => this.#isClosed,
+      emitter: (run) => journal.emitter(run),
+      trace: (run, kind, data) => journal.trace(run, kind, data),
+      cancelRun: ports.cancel,
+      admitNext: (tenantId, threadId) => this.admitNext(tenantId, threadId),
+    };
+  }
+
+  /** The run's execution in this process, if it executes here. */
+  execution(tenantId: string, runId: string): RunExecution | undefined {
+    return this.#active.get(runKey(tenantId, runId));
+  }
+
+  /** Runs being executed by this process, by {@link runKey}. */
+  get active(): ReadonlyMap<string, RunExecution> {
+    return this.#active;
+  }
+
+  get isClosed(): boolean {
+    return this.#isClosed;
+  }
+
+  /** Claims a queued run for this process and executes it in the background (an API process wakes the workers instead). */
+  launch(run: RunRecord): void {
+    if (!this.#ports.executes) this.#ports.cluster?.announceQueued();
+    else launchRun(this.#launchContext, run);
+  }
+
+  /** Executes a run this worker already claimed (a batch claim). */
+  executeClaimed(run: RunRecord): void {
+    launchRun(this.#launchContext, run, true);
+  }
+
+  /** Starts the oldest run waiting on a thread once the thread is free (multitask `enqueue`). */
+  async admitNext(tenantId: string, threadId: string): Promise<void> {
+    const { store, clock, journal, disconnectWatch } = this.#ports;
+    const run = await store.admitNextRun(tenantId, threadId, createId("cp"), clock.now());
+    if (!run) return;
+    journal.trace(run, "run_admitted", { base_checkpoint_id: run.baseCheckpointId });
+    if (run.onDisconnect === "cancel") disconnectWatch.watch(run.tenantId, run.runId);
+    this.launch(run);
+  }
+
+  /**
+   * Drains: every run executing here is handed back to the queue at its next safe point
+   * (`worker_draining`: a purposeful stop is not a failure); resolves once they settled, and
+   * says whether any was executing.
+   */
+  async drain(): Promise<boolean> {
+    this.#isClosed = true;
+    for (const execution of this.#active.values()) execution.stop.apply({ type: "drain" });
+    const wasExecuting = this.#tasks.size > 0;
+    await Promise.allSettled([...this.#tasks]);
+    return wasExecuting;
+  }
+}
