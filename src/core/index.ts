@@ -15,3 +15,4 @@ export * from "./model-error.js";
 export * from "./heuristic-title.js";
 export * from "./run-decisions.js";
 export * from "./run-lifecycle.js";
+export * from "./run-views.js";

@@ -237,6 +237,9 @@ export interface TraceRecord {
   at: number;
 }
 
+/** What running a tool does to the world (DESIGN §6). */
+export type ToolEffect = "none" | "idempotent" | "consequential";
+
 /** Where an external operation is (DESIGN §6). `committed`, `failed` and `abandoned` are final for an attempt. */
 export type OperationPhase = "prepared" | "committing" | "committed" | "failed" | "abandoned" | "outcome_unknown";
 

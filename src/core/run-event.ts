@@ -1,3 +1,4 @@
+import type { CheckpointKind, MessageRole, OperationPhase, ToolEffect } from "./records.js";
 import type { FailureReason, RunStatus } from "./run-status.js";
 import type { StatsView } from "./stats-view.js";
 
@@ -11,7 +12,7 @@ interface EventBase {
 export interface ExternalEffect {
   op_id: string;
   tool: string;
-  phase: string;
+  phase: OperationPhase;
 }
 
 /** One event of a run's stream (DESIGN §7), keyed on `type`. */
@@ -19,9 +20,9 @@ export type RunEvent = EventBase &
   (
     | { type: "run.started"; thread_id: string; attempt: number; status: RunStatus }
     | { type: "message.delta"; message_id: string; text: string }
-    | { type: "message.published"; message_id: string; state_version: number; checkpoint_id: string; role: string }
-    | { type: "checkpoint.saved"; checkpoint_id: string; state_version: number; kind: string }
-    | { type: "tool.started"; tool_call_id: string; tool: string; effect: string }
+    | { type: "message.published"; message_id: string; state_version: number; checkpoint_id: string; role: MessageRole }
+    | { type: "checkpoint.saved"; checkpoint_id: string; state_version: number; kind: CheckpointKind }
+    | { type: "tool.started"; tool_call_id: string; tool: string; effect: ToolEffect | "unknown" }
     | { type: "tool.prepared"; tool_call_id: string; tool: string; op_id: string; idempotency_key: string; preview: unknown }
     | { type: "tool.committed"; tool_call_id: string; tool: string; op_id: string; phase: "committed" | "failed" }
     | { type: "tool.result"; tool_call_id: string; tool: string; message_id: string; is_error: boolean; reused: boolean }

@@ -1,4 +1,4 @@
-import { createId, isId, isTerminalStatus, planAcceptedCancel, stopProtocol, TidemarkError, type Clock, type RunEventDraft, type RunRecord } from "../core/index.js";
+import { acceptedCancelOf, createId, isId, isTerminalStatus, planAcceptedCancel, stopProtocol, TidemarkError, type CheckpointKind, type Clock, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Cluster } from "./cluster.js";
 import type { AcceptedCancelRecord, Store } from "../store/index.js";
 import { emitTerminal } from "./execute-run.js";
@@ -77,10 +77,8 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
   }
   if (result.kind === "already_requested" && !execution && context.cluster) {
     // Said again, in case the first notice was lost on its way to the worker.
-    const { run } = result;
-    if (run.cancelCheckpointId && run.cancelStateVersion !== null) {
-      await context.cluster.sendControl(cancelNotice(run, run.cancelReason ?? reason, run.cancelStateVersion, run.cancelCheckpointId));
-    }
+    const accepted = acceptedCancelOf(result.run);
+    if (accepted) await context.cluster.sendControl(cancelNotice(result.run, accepted.reason, accepted.stateVersion, accepted.checkpointId));
   }
   if (result.kind !== "accepted") return result;
   await carryOutAcceptedCancel(context, execution, result, reason);
@@ -100,7 +98,7 @@ export async function carryOutAcceptedCancel(
 ): Promise<void> {
   const { store, clock, observer } = context;
   const { run, thread, checkpoint } = accepted;
-  const acceptedAt = run.cancelRequestedAt ?? clock.now();
+  const acceptedAt = acceptedCancelOf(run)?.requestedAt ?? clock.now();
   observer.onCancelAccepted?.(run);
   const announced = { reason, stateVersion: thread.stateVersion, checkpointId: checkpoint.checkpointId, kind: checkpoint.kind };
   const plan = planAcceptedCancel({ executesHere: execution !== undefined, hasCluster: context.cluster !== undefined, isEnded: isTerminalStatus(run.status) });
@@ -145,7 +143,7 @@ export interface AcceptedCancel {
   reason: string;
   stateVersion: number;
   checkpointId: string;
-  kind: string;
+  kind: CheckpointKind;
 }
 
 /**

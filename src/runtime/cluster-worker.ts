@@ -4,7 +4,7 @@
  * accepted for the runs it executes.
  */
 import type { Cluster, ControlMessage } from "./cluster.js";
-import { TidemarkError, type Clock, type RunRecord } from "../core/index.js";
+import { acceptedCancelOf, TidemarkError, type Clock, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import type { Approvals } from "./approvals.js";
 import { runInBackground } from "./background.js";
@@ -101,7 +101,7 @@ export class ClusterWorker {
     const execution = this.#options.active.get(runKey(message.tenantId, message.runId));
     if (!execution) return;
     if (message.kind === "cancel") {
-      const accepted = { reason: message.reason, stateVersion: message.stateVersion, checkpointId: message.checkpointId, kind: "cancel_accepted" };
+      const accepted = { reason: message.reason, stateVersion: message.stateVersion, checkpointId: message.checkpointId, kind: "cancel_accepted" as const };
       runInBackground(logger, "accepted cancel", () => stopForAcceptedCancel({ store, clock }, execution, accepted));
     } else if (approvals.isWaiting(message.tenantId, message.runId)) {
       runInBackground(logger, "forwarded decision", () =>
@@ -119,13 +119,10 @@ export class ClusterWorker {
     if (active.size === 0) return;
     for (const run of await store.listCancelledRuns(workerId)) {
       const execution = active.get(runKey(run.tenantId, run.runId));
-      if (!execution || !run.cancelCheckpointId || run.cancelStateVersion === null) continue;
-      await stopForAcceptedCancel({ store, clock }, execution, {
-        reason: run.cancelReason ?? "user_requested",
-        stateVersion: run.cancelStateVersion,
-        checkpointId: run.cancelCheckpointId,
-        kind: "cancel_accepted",
-      });
+      const accepted = acceptedCancelOf(run);
+      if (!execution || !accepted) continue;
+      const { reason, stateVersion, checkpointId } = accepted;
+      await stopForAcceptedCancel({ store, clock }, execution, { reason, stateVersion, checkpointId, kind: "cancel_accepted" });
     }
   }
 }

@@ -1,5 +1,6 @@
 import {
   decideSettle,
+  endingOf,
   type ExternalEffect,
   type MessageToolCall,
   type OperationPhase,
@@ -221,29 +222,24 @@ export function emitTerminal(
   discardedStreamChars: number,
   effects: ExternalEffect[] = [],
 ): void {
-  if (run.status === "completed") {
-    execution.emit({
-      type: "run.completed",
-      run_id: run.runId,
-      state_version: run.stateVersion,
-      published_message_id: run.publishedMessageId,
-    });
-  } else if (run.status === "cancelled") {
-    execution.emit({
-      type: "run.cancelled",
-      run_id: run.runId,
-      reason: run.cancelReason ?? "cancelled",
-      resume_checkpoint_id: run.cancelCheckpointId,
-      discarded_stream_chars: discardedStreamChars,
-      external_effects: effects,
-    });
-  } else if (run.status === "failed") {
-    execution.emit({
-      type: "run.failed",
-      run_id: run.runId,
-      reason: run.failureReason ?? "error",
-      message: run.failureMessage ?? "The run failed.",
-    });
+  const ending = endingOf(run);
+  switch (ending?.status) {
+    case "completed":
+      execution.emit({ type: "run.completed", run_id: run.runId, state_version: ending.stateVersion, published_message_id: ending.publishedMessageId });
+      break;
+    case "cancelled":
+      execution.emit({
+        type: "run.cancelled",
+        run_id: run.runId,
+        reason: ending.reason,
+        resume_checkpoint_id: ending.resumeCheckpointId,
+        discarded_stream_chars: discardedStreamChars,
+        external_effects: effects,
+      });
+      break;
+    case "failed":
+      execution.emit({ type: "run.failed", run_id: run.runId, reason: ending.reason, message: ending.message });
+      break;
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Clock, OperationRecord, RunEventDraft, RunRecord } from "../core/index.js";
+import { acceptedCancelOf, type Clock, type OperationRecord, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import type { Tool } from "../tools/tool.js";
 import { runInBackground } from "./background.js";
@@ -107,7 +107,8 @@ function finished(context: LaunchRunContext, execution: RunExecution, run: RunRe
     const endedAt = context.clock.now();
     runInBackground(context.logger, "cancel latency", async () => {
       const final = await context.store.getRun(run.tenantId, run.runId);
-      if (final?.cancelRequestedAt != null) context.observer.onCancelCompleted?.(final, endedAt - final.cancelRequestedAt);
+      const accepted = final && acceptedCancelOf(final);
+      if (final && accepted) context.observer.onCancelCompleted?.(final, endedAt - accepted.requestedAt);
     });
   }
   context.observer.onRunEnded?.(run, outcome);

@@ -1,4 +1,4 @@
-import { decideRecovery, type RunEventDraft, type RunRecord } from "../core/index.js";
+import { decideRecovery, leaseOf, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import { emitTerminal, logRunFailure } from "./execute-run.js";
 import type { Logger } from "../core/logger.js";
@@ -65,7 +65,7 @@ export async function recoverRun(run: RunRecord, context: RecoveryContext): Prom
         failureMessage: "The process running this run stopped before it finished.",
       });
       if (failed) {
-        logRunFailure(context.logger, failed, `the lease of attempt ${run.attempt} (${run.leaseOwner ?? "no owner"}) expired`);
+        logRunFailure(context.logger, failed, `the lease of attempt ${run.attempt} (${leaseOf(run)?.owner ?? "no owner"}) expired`);
         await ended(context, failed, "failed");
       }
       return failed !== undefined;

@@ -5,8 +5,8 @@
  */
 import type { z } from "zod";
 
-/** What running a tool does to the world. */
-export type ToolEffect = "none" | "idempotent" | "consequential";
+
+export type { ToolEffect } from "../core/records.js";
 
 /** What a tool receives besides its input. */
 export interface ToolContext {

@@ -1,6 +1,6 @@
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
-import { isTerminalStatus, TidemarkError, type RunRecord, type ThreadRecord } from "../../core/index.js";
+import { acceptedCancelOf, isTerminalStatus, TidemarkError, type RunRecord, type ThreadRecord } from "../../core/index.js";
 import type { CancelRunResult, Runtime } from "../../runtime/index.js";
 import { streamRunEvents } from "../../stream/index.js";
 import type { AppEnv } from "../app-env.js";
@@ -187,14 +187,15 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
 }
 
 function cancelBody(result: Exclude<CancelRunResult, { kind: "pending_creation" }>, run: RunRecord, thread: ThreadRecord | undefined) {
+  const accepted = acceptedCancelOf(run);
   return {
     run_id: run.runId,
     status: run.status,
     already_terminal: result.kind === "already_terminal",
     pending_creation: false,
     // The version and checkpoint the client must build on now.
-    accepted_state_version: thread?.stateVersion ?? run.cancelStateVersion ?? run.stateVersion,
-    resume_checkpoint_id: thread?.headCheckpointId ?? run.cancelCheckpointId,
+    accepted_state_version: thread?.stateVersion ?? accepted?.stateVersion ?? run.stateVersion,
+    resume_checkpoint_id: thread?.headCheckpointId ?? accepted?.checkpointId ?? null,
     published_message_id: run.publishedMessageId,
   };
 }
