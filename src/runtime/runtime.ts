@@ -7,6 +7,8 @@ import { Approvals } from "./approvals.js";
 import { runInBackground } from "./background.js";
 import { abortableDelay } from "../core/abortable-delay.js";
 import { cancelRun, terminateThread, type CancelRunContext, type CancelRunResult } from "./cancel-run.js";
+import { DEFAULT_SHIELD_TIMEOUT_MS } from "./cancel-scope.js";
+import { CLOSE_SETTLE_MS, settledWithin } from "./settled-within.js";
 import { ClusterWorker } from "./cluster-worker.js";
 import { forwardDecision } from "./forward-decision.js";
 import { titleFromText } from "../core/heuristic-title.js";
@@ -57,6 +59,12 @@ export interface RuntimeOptions {
   maxConcurrentRuns?: number;
   /** How often a worker looks for queued runs and accepted cancels without a notification (default 1000 ms). */
   pollMs?: number;
+  /**
+   * How long non-cancellable work (a tool's commit already handed over) may go on after a Stop or
+   * a shutdown before the run stops waiting and records it `outcome_unknown` (default 30 s). It
+   * also bounds `close()`.
+   */
+  shieldTimeoutMs?: number;
 }
 
 /**
@@ -71,6 +79,7 @@ export class Runtime {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #leaseMs: number;
+  readonly #shieldTimeoutMs: number;
   readonly #recoveryPolicy: RecoveryPolicy;
   readonly #observer: RuntimeObserver;
   readonly #active = new Map<string, RunExecution>();
@@ -94,6 +103,7 @@ export class Runtime {
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
     this.#leaseMs = options.leaseMs ?? 15_000;
+    this.#shieldTimeoutMs = options.shieldTimeoutMs ?? DEFAULT_SHIELD_TIMEOUT_MS;
     this.#recoveryPolicy = options.recoveryPolicy ?? "fail";
     this.#observer = options.observer ?? {};
     this.workerId = options.workerId ?? `wrk_${createId("run").slice(4)}`;
@@ -131,6 +141,7 @@ export class Runtime {
         this.#worker?.claimSoon();
       },
       disconnectWatch: this.#disconnectWatch,
+      shieldTimeoutMs: this.#shieldTimeoutMs,
       isClosed: () => this.#isClosed,
       emitter: (run) => this.#emitter(run),
       trace: (run, kind, data) => this.#trace(run, kind, data),
@@ -367,7 +378,8 @@ export class Runtime {
   /**
    * Drains: stops claiming and sweeping, and hands every run this process is executing back to
    * the queue at its next safe point (`worker_draining`: a purposeful stop is not a failure),
-   * then waits for them to settle.
+   * then waits for them to settle: at most the shield timeout (a commit's bound after the stop)
+   * plus {@link CLOSE_SETTLE_MS} for their final writes, so `close()` always returns.
    */
   async close(): Promise<void> {
     this.#isClosed = true;
@@ -377,7 +389,9 @@ export class Runtime {
       execution.scope.cancel(new Error("shutdown"));
     }
     const wasExecuting = this.#executions.size > 0;
-    await Promise.allSettled([...this.#executions]);
+    const executions = [...this.#executions];
+    const settled = await settledWithin(executions, this.#shieldTimeoutMs + CLOSE_SETTLE_MS);
+    if (!settled) this.#logger.warn({ runs: executions.length }, "runs were still executing when close() stopped waiting for them");
     // The runs handed back are queued again: the other workers take them now, not at their next poll.
     if (wasExecuting) this.#cluster?.announceQueued();
     this.#disconnectWatch.clear();
