@@ -1,6 +1,6 @@
 import type { Cluster } from "./runtime/cluster.js";
 import { createPgCluster } from "./store/postgres/cluster/index.js";
-import type { RecoveryPolicy } from "./core/index.js";
+import { ConfigurationError, type RecoveryPolicy } from "./core/index.js";
 import { createPostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/index.js";
 import type { Tool } from "./tools/index.js";
@@ -81,7 +81,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
   const host = options.host ?? "127.0.0.1";
   const apiKeys = options.apiKeys ?? new Map<string, string>();
   if (apiKeys.size === 0 && !LOOPBACK.has(host)) {
-    throw new Error(`Without TIDEMARK_API_KEYS the server only binds a loopback address, not ${host}.`);
+    throw new ConfigurationError(`Without TIDEMARK_API_KEYS the server only binds a loopback address, not ${host}.`, { setting: "host" });
   }
   const logger = options.logger ?? silentLogger;
   const role = options.role ?? "all";
@@ -95,7 +95,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
       throw error;
     });
   } else {
-    if (role !== "all") throw new Error(`The ${role} role needs PostgreSQL (--db postgres://…); SQLite runs everything in one process.`);
+    if (role !== "all") throw new ConfigurationError(`The ${role} role needs PostgreSQL (--db postgres://…); SQLite runs everything in one process.`, { setting: "role" });
     // One serving process per file: a second one would run generations a Stop here never reaches.
     store = options.store ?? createSqliteStore({ path: options.dbPath ?? "./tidemark.db", exclusive: true });
   }

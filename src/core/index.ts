@@ -14,3 +14,5 @@ export * from "./model.js";
 export * from "./model-error.js";
 export * from "./heuristic-title.js";
 export * from "./run-decisions.js";
+export * from "./errors/invariant-error.js";
+export * from "./errors/configuration-error.js";

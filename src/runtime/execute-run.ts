@@ -126,7 +126,7 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
     // The work was stopped for a cancel the store could not record: a failure, never "cancelled".
     const isCancelNotRecorded = execution.stopCause?.kind === "cancel";
     if (execution.stopCause?.kind === "cancel") execution.trace("cancel_not_recorded", { reason: execution.stopCause.reason });
-    const isProviderError = planError instanceof ModelFailedError && !isCancelNotRecorded;
+    const isProviderError = ModelFailedError.isInstance(planError) && !isCancelNotRecorded;
     const modelError = isProviderError && ModelError.isInstance(planError.cause) ? planError.cause : undefined;
     const finished = await store.finishRun({
       tenantId: run.tenantId,
@@ -151,7 +151,7 @@ async function settle(execution: RunExecution, initial: RunRecord, planError: un
 
   // Already terminal through another path (e.g. recovery): report it, publish nothing.
   if (isTerminalStatus(current.status)) {
-    if (!(planError instanceof PublicationRejectedError)) execution.trace("execution_ended_late", { status: current.status });
+    if (!PublicationRejectedError.isInstance(planError)) execution.trace("execution_ended_late", { status: current.status });
     emitTerminal(execution, current, 0);
     return current.status;
   }
@@ -274,7 +274,7 @@ function outcomeFromLedger(operations: readonly OperationRecord[]): (call: Messa
 }
 
 function isProviderCancel(error: unknown): boolean {
-  return error instanceof ModelFailedError && ModelError.isInstance(error.cause) && error.cause.kind === "cancelled";
+  return ModelFailedError.isInstance(error) && ModelError.isInstance(error.cause) && error.cause.kind === "cancelled";
 }
 
 function describe(error: unknown): string {

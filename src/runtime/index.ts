@@ -1,5 +1,9 @@
 export { Runtime, createRuntime } from "./runtime.js";
 export { CancelRequestedError, conflictDetails } from "./run-errors.js";
+export { ModelFailedError } from "./model-failed-error.js";
+export { PublicationRejectedError } from "./publication-rejected-error.js";
+export { PlanDefinitionError } from "./plan-definition-error.js";
+export { RunNotRunningError } from "./run-not-running-error.js";
 export { recoverRun, type RecoveryContext } from "./recover-run.js";
 export type { RuntimeOptions, RuntimeObserver, RuntimeRole, StartRunRequest, CancelRunResult } from "./runtime.js";
 export { CancelScope, DEFAULT_SHIELD_TIMEOUT_MS, type ShieldContext, type ShieldOptions } from "./cancel-scope.js";

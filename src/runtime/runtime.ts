@@ -1,4 +1,4 @@
-import { createId, isTerminalStatus, systemClock, type Clock, type RecoveryPolicy, type RunEventDraft, type RunRecord, type ThreadRecord } from "../core/index.js";
+import { ConfigurationError, createId, isTerminalStatus, systemClock, type Clock, type RecoveryPolicy, type RunEventDraft, type RunRecord, type ThreadRecord } from "../core/index.js";
 import type { Cluster } from "./cluster.js";
 import type { Store } from "../store/index.js";
 import { EventHub, type RunEventBuffer } from "../stream/index.js";
@@ -110,7 +110,7 @@ export class Runtime {
     this.hub = new EventHub({ ttlMs: options.eventTtlMs });
     this.#role = options.role ?? "all";
     this.#cluster = options.cluster;
-    if (this.#role !== "all" && !this.#cluster) throw new Error(`The ${this.#role} role needs a cluster (PostgreSQL).`);
+    if (this.#role !== "all" && !this.#cluster) throw new ConfigurationError(`The ${this.#role} role needs a cluster (PostgreSQL).`, { setting: "role" });
 
     this.#tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]));
     this.#disconnectWatch = new DisconnectWatch(options.disconnectGraceMs ?? 5_000, (tenantId, runId) =>

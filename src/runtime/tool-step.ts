@@ -2,6 +2,7 @@ import { createId, hashJson, storableText, type MessageToolCall, type OperationR
 import type { ConsequentialTool, ReadTool, ToolContext } from "../tools/tool.js";
 import type { CancelScope } from "./cancel-scope.js";
 import { publish } from "./publish.js";
+import { RunNotRunningError } from "./run-not-running-error.js";
 import { ShieldTimeoutError } from "./shield-timeout-error.js";
 import type { RunExecution } from "./run-execution.js";
 
@@ -101,7 +102,7 @@ async function runConsequential(
   }
   if (prepared.kind === "refused") {
     signal.throwIfAborted();
-    if (prepared.reason === "run_not_running") throw new Error("the run is no longer running");
+    if (prepared.reason === "run_not_running") throw new RunNotRunningError(run.runId, "the run is no longer running");
     const why = prepared.reason === "outcome_unknown" ? "its earlier attempt has an unknown outcome and must be confirmed" : "it is already in progress";
     return publishResult(execution, stepId, call, `${tool.name} was not called: ${why}.`, true);
   }
@@ -136,7 +137,9 @@ async function runConsequential(
     // The last safe point: after it, the action belongs to the external system.
     signal.throwIfAborted();
     const begun = await store.beginCommit({ tenantId: run.tenantId, opId: operation.opId, runId: run.runId, attempt: run.attempt, now: clock.now() });
-    if (begun.kind === "refused") throw signal.aborted ? signal.reason : new Error(`the commit was refused (run ${begun.runStatus})`);
+    if (begun.kind === "refused") {
+      throw signal.aborted ? signal.reason : new RunNotRunningError(run.runId, `the commit was refused (run ${begun.runStatus})`, begun.runStatus);
+    }
   } catch (error) {
     // Stopped (or refused) before the hand-over: abandoned, never committed.
     await store.abandonOperation({ tenantId: run.tenantId, opId: operation.opId, now: clock.now() });
