@@ -51,6 +51,8 @@ export interface TidemarkOptions {
   stallTimeoutMs?: number;
   recoveryPolicy?: RecoveryPolicy;
   disconnectGraceMs?: number;
+  /** How long a tool's commit may go on after a Stop or a shutdown before it is recorded `outcome_unknown` (default 30 s). */
+  shieldTimeoutMs?: number;
   /** The tools the model may call. */
   tools?: readonly Tool[];
   /** The built web app's directory, served at `/` (the CLI passes `dist/web`); none when left out. */
@@ -108,6 +110,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     leaseMs: options.leaseMs,
     recoveryPolicy: options.recoveryPolicy,
     disconnectGraceMs: options.disconnectGraceMs,
+    shieldTimeoutMs: options.shieldTimeoutMs,
     tools: options.tools,
     observer: metrics.observer,
     role,
