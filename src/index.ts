@@ -10,6 +10,15 @@ export * from "./core/index.js";
 export type * from "./store/index.js";
 export { createSqliteStore } from "./store/sqlite/index.js";
 export { createRuntime, Runtime, createDemoModel } from "./runtime/index.js";
+export {
+  CancelRequestedError,
+  ModelFailedError,
+  PublicationRejectedError,
+  PlanDefinitionError,
+  RunNotRunningError,
+  ShieldTimeoutError,
+} from "./runtime/index.js";
+export { StoreInvariantError, StoreSchemaError, type StoreInvariant, type StoreSchemaProblem } from "./store/index.js";
 export type { ChatModel, ModelStreamPart, RuntimeOptions } from "./runtime/index.js";
 export { selectModel, fromAISDKModel, createOpenAICompatibleModel, withRetries } from "./models/index.js";
 export type { ProviderCancelOptions, OpenAICompatibleModelOptions, AISDKModelOptions } from "./models/index.js";

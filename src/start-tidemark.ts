@@ -1,6 +1,6 @@
 import type { Cluster } from "./runtime/cluster.js";
 import { createPgCluster } from "./store/postgres/cluster/index.js";
-import type { RecoveryPolicy } from "./core/index.js";
+import { ConfigurationError, type RecoveryPolicy } from "./core/index.js";
 import { createPostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/index.js";
 import type { Tool } from "./tools/index.js";
@@ -51,6 +51,8 @@ export interface TidemarkOptions {
   stallTimeoutMs?: number;
   recoveryPolicy?: RecoveryPolicy;
   disconnectGraceMs?: number;
+  /** How long a tool's commit may go on after a Stop or a shutdown before it is recorded `outcome_unknown` (default 30 s). */
+  shieldTimeoutMs?: number;
   /** The tools the model may call. */
   tools?: readonly Tool[];
   /** The built web app's directory, served at `/` (the CLI passes `dist/web`); none when left out. */
@@ -81,7 +83,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
   const host = options.host ?? "127.0.0.1";
   const apiKeys = options.apiKeys ?? new Map<string, string>();
   if (apiKeys.size === 0 && !LOOPBACK.has(host)) {
-    throw new Error(`Without TIDEMARK_API_KEYS the server only binds a loopback address, not ${host}.`);
+    throw new ConfigurationError(`Without TIDEMARK_API_KEYS the server only binds a loopback address, not ${host}.`, { setting: "host" });
   }
   const logger = options.logger ?? silentLogger;
   const role = options.role ?? "all";
@@ -95,7 +97,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
       throw error;
     });
   } else {
-    if (role !== "all") throw new Error(`The ${role} role needs PostgreSQL (--db postgres://…); SQLite runs everything in one process.`);
+    if (role !== "all") throw new ConfigurationError(`The ${role} role needs PostgreSQL (--db postgres://…); SQLite runs everything in one process.`, { setting: "role" });
     // One serving process per file: a second one would run generations a Stop here never reaches.
     store = options.store ?? createSqliteStore({ path: options.dbPath ?? "./tidemark.db", exclusive: true });
   }
@@ -108,6 +110,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     leaseMs: options.leaseMs,
     recoveryPolicy: options.recoveryPolicy,
     disconnectGraceMs: options.disconnectGraceMs,
+    shieldTimeoutMs: options.shieldTimeoutMs,
     tools: options.tools,
     observer: metrics.observer,
     role,

@@ -8,7 +8,7 @@
  * call is left without an outcome exactly when its id has results and every one of them comes
  * before the id's first call. A property test holds this equal to `findOrphanToolCalls(buildModelContext(…))`.
  */
-import type { MessageRecord } from "../core/index.js";
+import { InvariantError, type MessageRecord } from "../core/index.js";
 
 /** One published message's part in invariant 7: a tool call, or a tool result. */
 export interface ToolEvent {
@@ -55,7 +55,7 @@ export class ToolCallTracker {
   undo(event: ToolEvent): void {
     const byId = event.kind === "call" ? this.#calls : this.#results;
     const list = byId.get(event.toolCallId);
-    if (list?.at(-1) !== event) throw new Error(`tool event ${event.toolCallId} is not the latest of its id`);
+    if (list?.at(-1) !== event) throw new InvariantError(`tool event ${event.toolCallId} is not the latest of its id`);
     list.pop();
     if (list.length === 0) byId.delete(event.toolCallId);
     this.#refresh(event.toolCallId);

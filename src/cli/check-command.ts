@@ -1,5 +1,6 @@
 /** `tidemark check`: reads a store without writing to it and reports what breaks its invariants. */
 import { Option, type Command } from "commander";
+import { ConfigurationError } from "../core/index.js";
 import { checkStore, DEFAULT_STALE_AFTER_MS, formatCheckReport, INVARIANTS } from "../check/index.js";
 import type { Store } from "../store/index.js";
 import { createPostgresStore } from "../store/postgres/index.js";
@@ -54,6 +55,6 @@ async function check(options: CheckOptions): Promise<void> {
 async function openReadOnly(options: CheckOptions): Promise<Store> {
   if (!isPostgresUrl(options.db)) return createSqliteStore({ path: options.db, readOnly: true });
   return createPostgresStore({ url: options.db, schema: options.schema, readOnly: true }).catch((error: unknown) => {
-    throw new Error(`Cannot check ${redactUrl(options.db)}: ${messageOf(error)}`);
+    throw new ConfigurationError(`Cannot check ${redactUrl(options.db)}: ${messageOf(error)}`, { setting: "--db", cause: error });
   });
 }

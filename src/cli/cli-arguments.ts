@@ -1,5 +1,6 @@
 /** Parsers for the CLI's arguments and environment settings: each names the setting it refuses, never echoing its value. */
 import { InvalidArgumentError } from "commander";
+import { ConfigurationError } from "../core/index.js";
 
 /** A commander parser for a whole number. */
 export function wholeNumber(name: string): (value: string) => number {
@@ -25,7 +26,7 @@ export function environmentNumber(env: NodeJS.ProcessEnv, name: string): number 
   const value = env[name]?.trim();
   if (!value) return undefined;
   const number = Number(value);
-  if (!Number.isFinite(number) || number < 0) throw new Error(`${name} must be a number of at least 0.`);
+  if (!Number.isFinite(number) || number < 0) throw new ConfigurationError(`${name} must be a number of at least 0.`, { setting: name });
   return number;
 }
 

@@ -16,3 +16,5 @@ export * from "./heuristic-title.js";
 export * from "./run-decisions.js";
 export * from "./run-lifecycle.js";
 export * from "./run-views.js";
+export * from "./errors/invariant-error.js";
+export * from "./errors/configuration-error.js";

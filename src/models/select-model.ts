@@ -1,6 +1,7 @@
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createDemoModel } from "./demo-model.js";
+import { ConfigurationError } from "../core/errors/configuration-error.js";
 import type { ChatModel } from "../core/model.js";
 import { fromAISDKModel } from "./ai-sdk-model.js";
 import { createOpenAICompatibleModel } from "./openai-compatible-model.js";
@@ -29,7 +30,7 @@ export function selectModel(spec: string, env: Record<string, string | undefined
     const value = setting(env, name);
     if (value === undefined) return undefined;
     const parsed = Number(value);
-    if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`${name} must be a number of at least 0.`);
+    if (!Number.isFinite(parsed) || parsed < 0) throw new ConfigurationError(`${name} must be a number of at least 0.`, { setting: name });
     return parsed;
   };
   if (spec === "demo") {
@@ -38,29 +39,29 @@ export function selectModel(spec: string, env: Record<string, string | undefined
   const separator = spec.indexOf(":");
   const provider = separator > 0 ? spec.slice(0, separator) : "";
   const name = spec.slice(separator + 1);
-  if (!name) throw new Error(`--model ${spec}: name the model, e.g. ${provider || "openai-compatible"}:llama3.1`);
+  if (!name) throw new ConfigurationError(`--model ${spec}: name the model, e.g. ${provider || "openai-compatible"}:llama3.1`, { setting: "--model" });
   const cancelUrl = httpUrl(env, "TIDEMARK_PROVIDER_CANCEL_URL");
   const cancel: ProviderCancelOptions | undefined = cancelUrl ? { url: cancelUrl, tokenHeader: setting(env, "TIDEMARK_PROVIDER_CANCEL_HEADER") } : undefined;
   switch (provider) {
     case "openai-compatible": {
       const baseURL = httpUrl(env, "TIDEMARK_OPENAI_BASE_URL");
-      if (!baseURL) throw new Error("--model openai-compatible:… needs TIDEMARK_OPENAI_BASE_URL (e.g. http://127.0.0.1:11434/v1).");
+      if (!baseURL) throw new ConfigurationError("--model openai-compatible:… needs TIDEMARK_OPENAI_BASE_URL (e.g. http://127.0.0.1:11434/v1).", { setting: "TIDEMARK_OPENAI_BASE_URL" });
       return withRetries(createOpenAICompatibleModel({ model: name, baseURL, apiKey: setting(env, "TIDEMARK_OPENAI_API_KEY"), cancel, onBackgroundError }));
     }
     case "openai": {
       const apiKey = setting(env, "TIDEMARK_OPENAI_API_KEY") ?? setting(env, "OPENAI_API_KEY");
-      if (!apiKey) throw new Error(`--model ${spec} needs an API key: set OPENAI_API_KEY (or TIDEMARK_OPENAI_API_KEY).`);
+      if (!apiKey) throw new ConfigurationError(`--model ${spec} needs an API key: set OPENAI_API_KEY (or TIDEMARK_OPENAI_API_KEY).`, { setting: "OPENAI_API_KEY" });
       const openai = createOpenAI({ apiKey, baseURL: httpUrl(env, "TIDEMARK_OPENAI_BASE_URL") });
       return withRetries(fromAISDKModel(openai.chat(name), { id: spec, cancel, onBackgroundError }));
     }
     case "anthropic": {
       const apiKey = setting(env, "TIDEMARK_ANTHROPIC_API_KEY") ?? setting(env, "ANTHROPIC_API_KEY");
-      if (!apiKey) throw new Error(`--model ${spec} needs an API key: set ANTHROPIC_API_KEY (or TIDEMARK_ANTHROPIC_API_KEY).`);
+      if (!apiKey) throw new ConfigurationError(`--model ${spec} needs an API key: set ANTHROPIC_API_KEY (or TIDEMARK_ANTHROPIC_API_KEY).`, { setting: "ANTHROPIC_API_KEY" });
       const anthropic = createAnthropic({ apiKey });
       return withRetries(fromAISDKModel(anthropic(name), { id: spec, cancel, onBackgroundError }));
     }
     default:
-      throw new Error(`Unknown model "${spec}". Use one of: ${MODEL_SPECS.join(", ")}.`);
+      throw new ConfigurationError(`Unknown model "${spec}". Use one of: ${MODEL_SPECS.join(", ")}.`, { setting: "--model" });
   }
 }
 
@@ -80,6 +81,6 @@ function httpUrl(env: Record<string, string | undefined>, name: string): string 
   } catch {
     protocol = undefined;
   }
-  if (protocol !== "http:" && protocol !== "https:") throw new Error(`${name} must be an http:// or https:// URL.`);
+  if (protocol !== "http:" && protocol !== "https:") throw new ConfigurationError(`${name} must be an http:// or https:// URL.`, { setting: name });
   return value;
 }

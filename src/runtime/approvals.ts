@@ -1,6 +1,7 @@
 import { TidemarkError, type Clock, type OperationRecord, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import { runKey } from "./run-key.js";
+import { RunNotRunningError } from "./run-not-running-error.js";
 import type { RunExecution } from "./run-execution.js";
 
 /** What approvals need from the runtime. */
@@ -35,7 +36,7 @@ export class Approvals {
       now: clock.now(),
     });
     signal.throwIfAborted();
-    if (!paused) throw new Error("the run could not pause for approval");
+    if (!paused) throw new RunNotRunningError(run.runId, "the run could not pause for approval");
     execution.emit({
       type: "run.interrupted",
       run_id: run.runId,

@@ -1,6 +1,7 @@
 import { getEventListeners } from "node:events";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { CancelScope } from "./cancel-scope.js";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { CancelScope, DEFAULT_SHIELD_TIMEOUT_MS, type ShieldContext } from "./cancel-scope.js";
+import { ShieldTimeoutError } from "./shield-timeout-error.js";
 import { abortableDelay } from "../core/abortable-delay.js";
 
 function abortListenerCount(signal: AbortSignal): number {
@@ -113,6 +114,122 @@ describe("CancelScope", () => {
       const root = CancelScope.root();
       const failure = new Error("commit refused");
       await expect(root.shield(() => Promise.reject(failure))).rejects.toBe(failure);
+    });
+
+    it("passes a synchronous throw through as a rejection, leaving no listener behind", async () => {
+      const root = CancelScope.root();
+      const failure = new Error("thrown before any await");
+      await expect(
+        root.shield(() => {
+          throw failure;
+        }),
+      ).rejects.toBe(failure);
+      expect(abortListenerCount(root.signal)).toBe(0);
+    });
+
+    it("lets fn hear the cancel request while its own signal stays unaborted", async () => {
+      const root = CancelScope.root();
+      const step = root.child();
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let heardBefore: boolean | undefined;
+      const entered = new Promise<{ signal: AbortSignal; context: ShieldContext }>((resolveEntered) => {
+        void step.shield(async (signal, context) => {
+          heardBefore = context.isCancelRequested;
+          resolveEntered({ signal, context });
+          await released;
+        });
+      });
+      const { signal, context } = await entered;
+      const heard = new Promise<unknown>((resolve) => context.requested.addEventListener("abort", () => resolve(context.requested.reason)));
+
+      root.cancel("stop");
+
+      await expect(heard).resolves.toBe("stop");
+      expect(heardBefore).toBe(false);
+      expect(context.isCancelRequested).toBe(true);
+      expect(signal.aborted).toBe(false);
+      release();
+    });
+
+    describe("its bound (fake time)", () => {
+      beforeEach(() => {
+        vi.useFakeTimers();
+      });
+      afterEach(() => {
+        vi.useRealTimers();
+      });
+
+      it("is not timed while nobody asked for a cancel", async () => {
+        const root = CancelScope.root({ shieldTimeoutMs: 50 });
+        let release!: (value: string) => void;
+        const written = root.shield(() => new Promise<string>((resolve) => (release = resolve)));
+
+        await vi.advanceTimersByTimeAsync(10_000);
+        release("done");
+
+        await expect(written).resolves.toBe("done");
+      });
+
+      it("aborts the work and rejects with a ShieldTimeoutError once the bound after the request ran out", async () => {
+        const root = CancelScope.root({ shieldTimeoutMs: 50 });
+        const step = root.child();
+        let shieldedSignal: AbortSignal | undefined;
+        // A commit that hangs for ever and ignores its signal.
+        const committed = step.shield((signal) => {
+          shieldedSignal = signal;
+          return new Promise<never>(() => undefined);
+        });
+        const outcome = committed.then(
+          () => "resolved",
+          (error: unknown) => error,
+        );
+
+        await vi.advanceTimersByTimeAsync(1_000);
+        expect(shieldedSignal?.aborted).toBe(false);
+        root.cancel("stop");
+        await vi.advanceTimersByTimeAsync(49);
+        expect(shieldedSignal?.aborted).toBe(false);
+        await vi.advanceTimersByTimeAsync(1);
+
+        const error = await outcome;
+        expect(ShieldTimeoutError.isInstance(error)).toBe(true);
+        expect(error).toMatchObject({ name: "ShieldTimeoutError", timeoutMs: 50 });
+        expect(shieldedSignal?.reason).toBe(error);
+        expect(abortListenerCount(step.signal)).toBe(0); // the shield stopped listening
+        expect(vi.getTimerCount()).toBe(0);
+      });
+
+      it("starts the bound at once when the scope was already cancelled, and a per-call timeout wins", async () => {
+        const root = CancelScope.root({ shieldTimeoutMs: 30_000 });
+        root.cancel("shutdown");
+        const written = root.shield(() => new Promise<never>(() => undefined), { timeoutMs: 20 });
+        const outcome = written.then(
+          () => "resolved",
+          (error: unknown) => error,
+        );
+
+        await vi.advanceTimersByTimeAsync(20);
+
+        await expect(outcome).resolves.toMatchObject({ name: "ShieldTimeoutError", timeoutMs: 20 });
+      });
+
+      it("clears its timer when the work finishes within the bound", async () => {
+        const root = CancelScope.root({ shieldTimeoutMs: 50 });
+        let release!: (value: string) => void;
+        const written = root.shield(() => new Promise<string>((resolve) => (release = resolve)));
+        root.cancel("stop");
+        await vi.advanceTimersByTimeAsync(10);
+        release("committed");
+
+        await expect(written).resolves.toBe("committed");
+        expect(vi.getTimerCount()).toBe(0);
+      });
+
+      it("uses the default bound when the root names none", () => {
+        expect(CancelScope.root().child().shieldTimeoutMs).toBe(DEFAULT_SHIELD_TIMEOUT_MS);
+        expect(CancelScope.root({ shieldTimeoutMs: 7 }).child().shieldTimeoutMs).toBe(7);
+      });
     });
   });
 

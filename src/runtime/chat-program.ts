@@ -2,21 +2,15 @@ import { z } from "zod";
 import { createId, hashJson, storableText, type MessageToolCall } from "../core/index.js";
 import type { StepDefinition } from "./plan.js";
 import { estimateTokens, type ModelMessage, type ModelToolDefinition, type ModelUsage } from "../core/model.js";
+import { ModelFailedError } from "./model-failed-error.js";
 import { publish } from "./publish.js";
 import type { RunExecution } from "./run-execution.js";
 import { runToolCall } from "./tool-step.js";
 
-export { PublicationRejectedError } from "./publish.js";
+export { PublicationRejectedError } from "./publication-rejected-error.js";
+export { ModelFailedError } from "./model-failed-error.js";
 
 export { buildModelContext } from "./model-context.js";
-
-/** Thrown when the model itself failed (as opposed to the runtime). */
-export class ModelFailedError extends Error {
-  constructor(cause: unknown) {
-    super("the model failed", { cause });
-    this.name = "ModelFailedError";
-  }
-}
 
 /** Options for {@link createChatProgram}. */
 export interface ChatProgramOptions {

@@ -157,7 +157,7 @@ async function fail(execution: RunExecution, action: Extract<SettleAction, { kin
   const { stop } = execution;
   if (action.message === "cancel_not_recorded" && "reason" in stop.state) execution.trace("cancel_not_recorded", { reason: stop.state.reason });
   // ModelError messages are written to be safe (no key, no upstream body).
-  const modelError = action.message === "model_error" && planError instanceof ModelFailedError && ModelError.isInstance(planError.cause) ? planError.cause : undefined;
+  const modelError = action.message === "model_error" && ModelFailedError.isInstance(planError) && ModelError.isInstance(planError.cause) ? planError.cause : undefined;
   const finished = await store.finishRun({
     tenantId: run.tenantId,
     runId: run.runId,
@@ -179,8 +179,8 @@ async function fail(execution: RunExecution, action: Extract<SettleAction, { kin
 /** How the run's work ended, in the lifecycle's terms. */
 function workOutcome(planError: unknown): WorkOutcome {
   if (planError === undefined) return "done";
-  if (planError instanceof PublicationRejectedError) return "publication_rejected";
-  if (planError instanceof ModelFailedError) {
+  if (PublicationRejectedError.isInstance(planError)) return "publication_rejected";
+  if (ModelFailedError.isInstance(planError)) {
     return ModelError.isInstance(planError.cause) && planError.cause.kind === "cancelled" ? "provider_cancelled" : "model_failed";
   }
   return "error";

@@ -1,8 +1,13 @@
 export { Runtime, createRuntime } from "./runtime.js";
 export { CancelRequestedError, conflictDetails } from "./run-errors.js";
+export { ModelFailedError } from "./model-failed-error.js";
+export { PublicationRejectedError } from "./publication-rejected-error.js";
+export { PlanDefinitionError } from "./plan-definition-error.js";
+export { RunNotRunningError } from "./run-not-running-error.js";
 export { recoverRun, type RecoveryContext } from "./recover-run.js";
 export type { RuntimeOptions, RuntimeObserver, RuntimeRole, StartRunRequest, CancelRunResult } from "./runtime.js";
-export { CancelScope } from "./cancel-scope.js";
+export { CancelScope, DEFAULT_SHIELD_TIMEOUT_MS, type ShieldContext, type ShieldOptions } from "./cancel-scope.js";
+export { ShieldTimeoutError } from "./shield-timeout-error.js";
 export { abortableDelay } from "../core/abortable-delay.js";
 export { runPlan } from "./plan.js";
 export type { StepDefinition, StepContext, StepState, StepStatus, PlanOptions, PlanResult } from "./plan.js";

@@ -27,6 +27,8 @@ export interface LaunchRunContext {
   /** The background tasks of those runs, so `close` can wait for them. */
   executions: Set<Promise<unknown>>;
   disconnectWatch: DisconnectWatch;
+  /** How long a run's shielded work (a tool's commit) may go on after a Stop or a shutdown. */
+  shieldTimeoutMs?: number;
   isClosed(): boolean;
   emitter(run: RunRecord): (draft: RunEventDraft) => void;
   trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
@@ -44,7 +46,7 @@ export interface LaunchRunContext {
 export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed = false): void {
   const { store, clock, logger } = context;
   const key = runKey(run.tenantId, run.runId);
-  const scope = CancelScope.root();
+  const scope = CancelScope.root({ shieldTimeoutMs: context.shieldTimeoutMs });
   const emit = context.emitter(run);
   const execution: RunExecution = {
     run,

@@ -19,6 +19,8 @@
  * );
  */
 import type { CancelScope } from "./cancel-scope.js";
+import { InvariantError } from "../core/errors/invariant-error.js";
+import { PlanDefinitionError } from "./plan-definition-error.js";
 
 /** Where a step is in its life; `completed`, `failed` and `cancelled` are terminal (sticky). */
 export type StepStatus = "not_started" | "in_progress" | "children_in_progress" | "completed" | "failed" | "cancelled";
@@ -122,7 +124,7 @@ class PlanExecution {
     const entries = steps.map((definition) => this.#register(definition, undefined, []));
     for (const entry of entries) entry.dependencies = this.#resolveDependencies(entry.definition);
     for (const entry of entries) {
-      if (this.#waitsOn(entry.dependencies, entry)) throw new Error(`step "${entry.state.id}" depends on itself`);
+      if (this.#waitsOn(entry.dependencies, entry)) throw new PlanDefinitionError(entry.state.id, `step "${entry.state.id}" depends on itself`);
     }
   }
 
@@ -146,7 +148,7 @@ class PlanExecution {
   }
 
   #register(definition: StepDefinition, parent: StepEntry | undefined, dependencies: readonly StepEntry[]): StepEntry {
-    if (this.#entries.has(definition.id)) throw new Error(`duplicate step id "${definition.id}"`);
+    if (this.#entries.has(definition.id)) throw new PlanDefinitionError(definition.id, `duplicate step id "${definition.id}"`);
     const state: StepState = { id: definition.id, status: "not_started" };
     const entry: StepEntry = { definition, state, parent, children: [], dependencies, isRunSettled: false };
     this.#entries.set(definition.id, entry);
@@ -157,7 +159,7 @@ class PlanExecution {
   #resolveDependencies(definition: StepDefinition): StepEntry[] {
     return (definition.dependsOn ?? []).map((id) => {
       const dependency = this.#entries.get(id);
-      if (dependency === undefined) throw new Error(`step "${definition.id}" depends on unknown step "${id}"`);
+      if (dependency === undefined) throw new PlanDefinitionError(definition.id, `step "${definition.id}" depends on unknown step "${id}"`);
       return dependency;
     });
   }
@@ -176,11 +178,11 @@ class PlanExecution {
   }
 
   #addStep(definition: StepDefinition, owner: StepEntry): void {
-    if (owner.isRunSettled) throw new Error(`step "${owner.state.id}" cannot add "${definition.id}" after its run() settled`);
+    if (owner.isRunSettled) throw new PlanDefinitionError(definition.id, `step "${owner.state.id}" cannot add "${definition.id}" after its run() settled`);
     const dependencies = this.#resolveDependencies(definition);
     // The owner completes only after its children, so a child that waits for it would wait forever.
     if (this.#waitsOn(dependencies, owner)) {
-      throw new Error(`step "${definition.id}" would wait for its own parent "${owner.state.id}"`);
+      throw new PlanDefinitionError(definition.id, `step "${definition.id}" would wait for its own parent "${owner.state.id}"`);
     }
     const entry = this.#register(definition, owner, dependencies);
     this.#report(entry);
@@ -263,7 +265,7 @@ class PlanExecution {
   #resultOf(stepId: string): unknown {
     const entry = this.#entries.get(stepId);
     if (entry?.state.status !== "completed") {
-      throw new Error(`step "${stepId}" has no result (${entry === undefined ? "unknown step" : entry.state.status})`);
+      throw new PlanDefinitionError(stepId, `step "${stepId}" has no result (${entry === undefined ? "unknown step" : entry.state.status})`);
     }
     return entry.state.result;
   }
@@ -311,7 +313,7 @@ class PlanExecution {
     const unfinished = [...this.#entries.values()].filter((entry) => !isTerminal(entry.state.status));
     // Unreachable while the checks in the constructor and addStep hold; never hang if one is missing.
     if (unfinished.length > 0) {
-      this.#fail?.(new Error(`plan is stuck: ${unfinished.map((entry) => entry.state.id).join(", ")} cannot finish`));
+      this.#fail?.(new InvariantError(`plan is stuck: ${unfinished.map((entry) => entry.state.id).join(", ")} cannot finish`));
       return;
     }
     const steps = new Map<string, StepState>();
@@ -321,7 +323,7 @@ class PlanExecution {
 
   #transition(entry: StepEntry, to: StepStatus): void {
     const from = entry.state.status;
-    if (!TRANSITIONS[from].includes(to)) throw new Error(`step "${entry.state.id}" cannot go from ${from} to ${to}`);
+    if (!TRANSITIONS[from].includes(to)) throw new InvariantError(`step "${entry.state.id}" cannot go from ${from} to ${to}`);
     entry.state.status = to;
     this.#report(entry);
   }

@@ -1,14 +1,9 @@
 import { createId, statsView } from "../core/index.js";
 import type { PublishMessageInput, PublishMessageResult } from "../store/index.js";
+import { PublicationRejectedError } from "./publication-rejected-error.js";
 import type { RunExecution } from "./run-execution.js";
 
-/** Thrown by a step whose result may not be published because the run stopped being `running`. */
-export class PublicationRejectedError extends Error {
-  constructor(runId: string) {
-    super(`run ${runId} is no longer running; its output was not published`);
-    this.name = "PublicationRejectedError";
-  }
-}
+export { PublicationRejectedError } from "./publication-rejected-error.js";
 
 /** What a step asks to publish. */
 export type PublishRequest = Omit<PublishMessageInput, "tenantId" | "runId" | "checkpointId" | "now">;

@@ -9,6 +9,7 @@ import { launchRun, type LaunchRunContext } from "./launch-run.js";
 import type { RunExecution } from "./run-execution.js";
 import type { RunJournal } from "./run-journal.js";
 import { runKey } from "./run-key.js";
+import { CLOSE_SETTLE_MS, settledWithin } from "./settled-within.js";
 import type { RuntimeObserver } from "./runtime-observer.js";
 
 /** What the scheduler needs. */
@@ -22,6 +23,8 @@ export interface RunSchedulerPorts {
   observer: RuntimeObserver;
   disconnectWatch: DisconnectWatch;
   leaseMs: number;
+  /** How long a run's shielded work (a tool's commit) may go on after a Stop or a shutdown; also bounds a drain. */
+  shieldTimeoutMs: number;
   workerId: string;
   /** An API process executes nothing: it wakes the workers instead. */
   executes: boolean;
@@ -96,14 +99,16 @@ export class RunScheduler {
 
   /**
    * Drains: every run executing here is handed back to the queue at its next safe point
-   * (`worker_draining`: a purposeful stop is not a failure); resolves once they settled, and
-   * says whether any was executing.
+   * (`worker_draining`: a purposeful stop is not a failure); resolves once they settled, or at
+   * the latest the shield timeout (a commit's bound after the stop) plus {@link CLOSE_SETTLE_MS}
+   * for their final writes, and says whether any was executing.
    */
   async drain(): Promise<boolean> {
     this.#isClosed = true;
     for (const execution of this.#active.values()) execution.stop.apply({ type: "drain" });
-    const wasExecuting = this.#tasks.size > 0;
-    await Promise.allSettled([...this.#tasks]);
-    return wasExecuting;
+    const tasks = [...this.#tasks];
+    const isSettled = await settledWithin(tasks, this.#ports.shieldTimeoutMs + CLOSE_SETTLE_MS);
+    if (!isSettled) this.#ports.logger.warn({ runs: tasks.length }, "runs were still executing when close() stopped waiting for them");
+    return tasks.length > 0;
   }
 }

@@ -1,4 +1,4 @@
-import { createId, systemClock, type Clock, type RecoveryPolicy, type RunRecord, type ThreadRecord } from "../core/index.js";
+import { ConfigurationError, createId, systemClock, type Clock, type RecoveryPolicy, type RunRecord, type ThreadRecord } from "../core/index.js";
 import type { Cluster } from "./cluster.js";
 import type { DeleteMessageResult, ForkThreadResult, Store } from "../store/index.js";
 import { EventHub, type RunEventBuffer } from "../stream/index.js";
@@ -6,6 +6,7 @@ import type { Tool } from "../tools/tool.js";
 import { Approvals } from "./approvals.js";
 import { runInBackground } from "./background.js";
 import { cancelRun, terminateThread, type CancelRunContext, type CancelRunResult } from "./cancel-run.js";
+import { DEFAULT_SHIELD_TIMEOUT_MS } from "./cancel-scope.js";
 import { ClusterWorker } from "./cluster-worker.js";
 import { forwardDecision } from "./forward-decision.js";
 import { DisconnectWatch } from "./disconnect-watch.js";
@@ -56,6 +57,12 @@ export interface RuntimeOptions {
   maxConcurrentRuns?: number;
   /** How often a worker looks for queued runs and accepted cancels without a notification (default 1000 ms). */
   pollMs?: number;
+  /**
+   * How long non-cancellable work (a tool's commit already handed over) may go on after a Stop or
+   * a shutdown before the run stops waiting and records it `outcome_unknown` (default 30 s). It
+   * also bounds `close()`.
+   */
+  shieldTimeoutMs?: number;
 }
 
 /**
@@ -99,7 +106,7 @@ export class Runtime {
     const hub = (this.hub = new EventHub({ ttlMs: options.eventTtlMs }));
     this.#role = options.role ?? "all";
     const cluster = (this.#cluster = options.cluster);
-    if (this.#role !== "all" && !cluster) throw new Error(`The ${this.#role} role needs a cluster (PostgreSQL).`);
+    if (this.#role !== "all" && !cluster) throw new ConfigurationError(`The ${this.#role} role needs a cluster (PostgreSQL).`, { setting: "role" });
     const tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]));
     const pendingCancels = new PendingCancels();
     const cancel = (tenantId: string, runId: string, reason: string): Promise<CancelRunResult> => cancelRun(this.#cancel, tenantId, runId, reason);
@@ -128,6 +135,7 @@ export class Runtime {
       observer,
       disconnectWatch,
       leaseMs,
+      shieldTimeoutMs: options.shieldTimeoutMs ?? DEFAULT_SHIELD_TIMEOUT_MS,
       workerId: this.workerId,
       executes: this.#role !== "api",
       cluster,
@@ -338,7 +346,7 @@ export class Runtime {
   /**
    * Drains: stops claiming and sweeping, and hands every run this process is executing back to
    * the queue at its next safe point (`worker_draining`: a purposeful stop is not a failure),
-   * then waits for them to settle.
+   * then waits for them to settle, for a bounded time (`RunScheduler.drain`), so it always returns.
    */
   async close(): Promise<void> {
     for (const timer of this.#timers) clearInterval(timer);

@@ -2,6 +2,8 @@ import { createId, hashJson, storableText, type MessageToolCall, type OperationR
 import type { ConsequentialTool, ReadTool, ToolContext } from "../tools/tool.js";
 import type { CancelScope } from "./cancel-scope.js";
 import { publish } from "./publish.js";
+import { RunNotRunningError } from "./run-not-running-error.js";
+import { ShieldTimeoutError } from "./shield-timeout-error.js";
 import type { RunExecution } from "./run-execution.js";
 
 /** What one tool call produced, as the next model step sees it. */
@@ -100,7 +102,7 @@ async function runConsequential(
   }
   if (prepared.kind === "refused") {
     signal.throwIfAborted();
-    if (prepared.reason === "run_not_running") throw new Error("the run is no longer running");
+    if (prepared.reason === "run_not_running") throw new RunNotRunningError(run.runId, "the run is no longer running");
     const why = prepared.reason === "outcome_unknown" ? "its earlier attempt has an unknown outcome and must be confirmed" : "it is already in progress";
     return publishResult(execution, stepId, call, `${tool.name} was not called: ${why}.`, true);
   }
@@ -135,7 +137,9 @@ async function runConsequential(
     // The last safe point: after it, the action belongs to the external system.
     signal.throwIfAborted();
     const begun = await store.beginCommit({ tenantId: run.tenantId, opId: operation.opId, runId: run.runId, attempt: run.attempt, now: clock.now() });
-    if (begun.kind === "refused") throw signal.aborted ? signal.reason : new Error(`the commit was refused (run ${begun.runStatus})`);
+    if (begun.kind === "refused") {
+      throw signal.aborted ? signal.reason : new RunNotRunningError(run.runId, `the commit was refused (run ${begun.runStatus})`, begun.runStatus);
+    }
   } catch (error) {
     // Stopped (or refused) before the hand-over: abandoned, never committed.
     await store.abandonOperation({ tenantId: run.tenantId, opId: operation.opId, now: clock.now() });
@@ -145,13 +149,21 @@ async function runConsequential(
   active.phase = "committing";
   const finished = await commitShielded(execution, tool, input, context, operation, scope);
   execution.activeOperation = null;
+  if (finished.phase === "outcome_unknown") {
+    // The commit outlived its bound after a Stop: the ledger says so, and the run's end reports it.
+    signal.throwIfAborted();
+    return publishResult(execution, stepId, call, finished.content, true);
+  }
   execution.emit({ type: "tool.committed", run_id: run.runId, tool_call_id: call.toolCallId, tool: tool.name, op_id: operation.opId, phase: finished.phase });
   // A Stop during the commit: the outcome is in the ledger and reported as an external effect.
   signal.throwIfAborted();
   return publishResult(execution, stepId, call, finished.content, finished.phase === "failed");
 }
 
-/** The commit, in a scope a Stop does not abort, with its outcome recorded whatever happens. */
+/**
+ * The commit, in a scope a Stop does not abort, with its outcome recorded whatever happens; a
+ * commit still running when the shield's bound after a Stop ran out is recorded `outcome_unknown`.
+ */
 async function commitShielded(
   execution: RunExecution,
   tool: ConsequentialTool<unknown, unknown, unknown>,
@@ -159,7 +171,7 @@ async function commitShielded(
   context: ToolContext,
   operation: OperationRecord,
   scope: CancelScope,
-): Promise<{ phase: "committed" | "failed"; content: string }> {
+): Promise<{ phase: "committed" | "failed" | "outcome_unknown"; content: string }> {
   const { run, store, clock } = execution;
   try {
     const result = await scope.shield((shielded) =>
@@ -168,6 +180,12 @@ async function commitShielded(
     await store.finishOperation({ tenantId: run.tenantId, opId: operation.opId, phase: "committed", result: result ?? null, now: clock.now() });
     return { phase: "committed", content: stringify(result) };
   } catch (error) {
+    if (ShieldTimeoutError.isInstance(error)) {
+      const message = `${tool.name} was handed to the external system, but did not finish within ${error.timeoutMs} ms of the Stop; its outcome is unknown.`;
+      await store.finishOperation({ tenantId: run.tenantId, opId: operation.opId, phase: "outcome_unknown", error: message, now: clock.now() });
+      execution.trace("operation_outcome_unknown", { op_id: operation.opId, tool: tool.name, timeout_ms: error.timeoutMs });
+      return { phase: "outcome_unknown", content: message };
+    }
     const message = safeMessage(error);
     await store.finishOperation({ tenantId: run.tenantId, opId: operation.opId, phase: "failed", error: message, now: clock.now() });
     execution.trace("operation_failed", { op_id: operation.opId, tool: tool.name, error: String(error) });

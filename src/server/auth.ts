@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { timingSafeEqual } from "node:crypto";
+import { ConfigurationError } from "../core/index.js";
 import { errorResponse } from "./errors.js";
 import type { AppEnv } from "./app-env.js";
 
@@ -15,7 +16,7 @@ export function parseApiKeys(value: string | undefined): Map<string, string> {
   const keys = new Map<string, string>();
   const entryOf = new Map<string, number>();
   const fail = (problem: string): never => {
-    throw new Error(`TIDEMARK_API_KEYS: ${problem}. Write key:tenant entries separated by commas.`);
+    throw new ConfigurationError(`TIDEMARK_API_KEYS: ${problem}. Write key:tenant entries separated by commas.`, { setting: "TIDEMARK_API_KEYS" });
   };
   const entries = (value ?? "").split(",");
   entries.forEach((raw, index) => {

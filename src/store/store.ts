@@ -325,8 +325,11 @@ export type BeginCommitResult =
 export interface FinishOperationInput {
   tenantId: string;
   opId: string;
-  /** `committed` with a result, or `failed` with a safe error. */
-  phase: "committed" | "failed";
+  /**
+   * `committed` with a result, `failed` with a safe error, or `outcome_unknown` (with a safe note)
+   * when the commit outlived its bound after a Stop and nobody knows whether it happened.
+   */
+  phase: "committed" | "failed" | "outcome_unknown";
   result?: unknown;
   error?: string;
   now: number;
@@ -466,7 +469,7 @@ export interface Store {
   prepareOperation(input: PrepareOperationInput, options?: CallOptions): Promise<PrepareOperationResult>;
   /** prepared → committing, only while the run is `running` (never after a cancel was accepted). */
   beginCommit(input: BeginCommitInput, options?: CallOptions): Promise<BeginCommitResult>;
-  /** committing → committed | failed; clears the run's `active_operation`. */
+  /** committing → committed | failed | outcome_unknown; clears the run's `active_operation`. */
   finishOperation(input: FinishOperationInput, options?: CallOptions): Promise<OperationRecord | undefined>;
   /** prepared → abandoned (a Stop or a rejection before the commit). */
   abandonOperation(input: { tenantId: string; opId: string; now: number }, options?: CallOptions): Promise<OperationRecord | undefined>;

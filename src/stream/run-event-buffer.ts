@@ -1,4 +1,4 @@
-import { isTerminalEventType, type RunEvent, type RunEventDraft } from "../core/index.js";
+import { InvariantError, isTerminalEventType, type RunEvent, type RunEventDraft } from "../core/index.js";
 import { formatSseFrame } from "./sse-frame.js";
 
 /** A delta kept compactly: its frame is built when it is sent (message ids are shared strings). */
@@ -48,7 +48,7 @@ export class RunEventBuffer {
 
   /** Stamps the next seq on `draft`, stores it and wakes subscribers. */
   append(draft: RunEventDraft): RunEvent {
-    if (this.#terminal) throw new Error(`run ${this.runId} already ended with ${this.#terminal.type}`);
+    if (this.#terminal) throw new InvariantError(`run ${this.runId} already ended with ${this.#terminal.type}`);
     const event = { ...draft, seq: this.lastSeq + 1 } as RunEvent;
     if (event.type === "message.delta") {
       this.#entries.push({ messageId: event.message_id, text: event.text });

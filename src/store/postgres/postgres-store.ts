@@ -1,5 +1,6 @@
 /** The PostgreSQL store: a pool on one database (its own schema when named), migrated, under the SQL store. */
 import pg from "pg";
+import { ConfigurationError } from "../../core/index.js";
 import type { Store } from "../store.js";
 import { SqlStore } from "../sql/sql-store.js";
 import { assertCurrentSchema } from "./assert-current-schema.js";
@@ -31,7 +32,7 @@ const TYPES = {
 /** Connects a pool to the database (in its own schema when one is named). */
 export function createPool(options: PostgresStoreOptions): pg.Pool {
   if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
-    throw new Error(`Not a schema name: ${options.schema}`);
+    throw new ConfigurationError(`Not a schema name: ${options.schema}`, { setting: "--schema" });
   }
   return new pg.Pool({
     connectionString: options.url,

@@ -7,6 +7,7 @@
  */
 import type { CheckpointRecord, MessageRecord, OperationRecord } from "../../core/index.js";
 import { toCheckpoint, toMessage, toOperation } from "../rows.js";
+import { StoreInvariantError } from "../store-invariant-error.js";
 import type { SqlStatement } from "./sql-context.js";
 
 /** The rows of one thread of a lineage that a viewer sees. */
@@ -33,11 +34,11 @@ export async function readLineage(sql: Sql, tenantId: string, threadId: string):
   if (!row) return undefined;
   const levels: LineageLevel[] = [{ threadId, maxVersion: UNBOUNDED, positionBelow: UNBOUNDED }];
   while (row.parent_thread_id !== null) {
-    if (levels.length > MAX_DEPTH) throw new Error(`fork chain of ${threadId} is longer than ${MAX_DEPTH}: a cycle?`);
+    if (levels.length > MAX_DEPTH) throw new StoreInvariantError("broken_lineage", threadId, `fork chain of ${threadId} is longer than ${MAX_DEPTH}: a cycle?`);
     const parentId = row.parent_thread_id as string;
     levels.unshift({ threadId: parentId, maxVersion: Number(row.fork_state_version ?? 0), positionBelow: Number(row.base_position) });
     const parent = await statement.get(tenantId, parentId);
-    if (!parent) throw new Error(`thread ${threadId} names a missing ancestor ${parentId}`);
+    if (!parent) throw new StoreInvariantError("broken_lineage", threadId, `thread ${threadId} names a missing ancestor ${parentId}`);
     row = parent;
   }
   return levels;

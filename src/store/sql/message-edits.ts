@@ -1,6 +1,7 @@
 /** Edits to a thread's messages after its runs: saved fragments and their deletion. */
 import { isTerminalStatus, type MessageRecord } from "../../core/index.js";
 import type { DeleteMessageInput, DeleteMessageResult, SaveFragmentInput, SaveFragmentResult } from "../store.js";
+import { StoreInvariantError } from "../store-invariant-error.js";
 import { messageInLineage, readLineage } from "./lineage.js";
 import type { SqlContext } from "./sql-context.js";
 
@@ -81,7 +82,7 @@ export async function deleteMessage(context: SqlContext, input: DeleteMessageInp
       `UPDATE messages SET publication_status = 'deleted'
        WHERE tenant_id = ? AND message_id = ? AND publication_status = 'fragment'`,
     ).run(input.tenantId, input.messageId);
-    if (result.changes !== 1) throw new Error(`message status compare-and-set failed for ${input.messageId}`);
+    if (result.changes !== 1) throw new StoreInvariantError("compare_and_set_failed", input.messageId, `message status compare-and-set failed for ${input.messageId}`);
     return {
       kind: "deleted",
       message: { ...message, publicationStatus: "deleted" },

@@ -10,6 +10,7 @@ import type {
 } from "../store.js";
 import { readLineage, readLineageOperations } from "./lineage.js";
 import { toOperation } from "../rows.js";
+import { StoreInvariantError } from "../store-invariant-error.js";
 import type { SqlContext } from "./sql-context.js";
 
 /** JSON text for a column, or NULL for a value that is absent. */
@@ -87,7 +88,7 @@ export async function prepareOperation(context: SqlContext, input: PrepareOperat
     };
     if (existing) {
       if (!(await setPhase(tx, existing, existing.phase, "prepared", input.now, taken))) {
-        throw new Error(`operation phase compare-and-set failed for ${existing.opId}`);
+        throw new StoreInvariantError("compare_and_set_failed", existing.opId, `operation phase compare-and-set failed for ${existing.opId}`);
       }
     } else {
       await tx.sql(

@@ -10,6 +10,7 @@ import type {
   TransitionRunInput,
 } from "../store.js";
 import type { SqlContext } from "./sql-context.js";
+import { StoreInvariantError } from "../store-invariant-error.js";
 
 /** Moves a queued run to running under a worker's lease. */
 export async function claimRun(context: SqlContext, input: ClaimRunInput): Promise<RunRecord | undefined> {
@@ -120,7 +121,9 @@ export async function acceptCancel(
   input: Pick<RequestCancelInput, "reason" | "checkpointId" | "pendingStep" | "now">,
 ): Promise<{ run: RunRecord; thread: ThreadRecord; checkpoint: CheckpointRecord }> {
   const decision = decideCancel(run.status);
-  if (decision.kind !== "cancel_now" && decision.kind !== "request") throw new Error(`run ${run.runId} cannot be cancelled from ${run.status}`);
+  if (decision.kind !== "cancel_now" && decision.kind !== "request") {
+    throw new StoreInvariantError("illegal_transition", run.runId, `run ${run.runId} cannot be cancelled from ${run.status}`);
+  }
   const neverStarted = decision.kind === "cancel_now";
   const advanced = await tx.advanceThread(
     thread,

@@ -21,6 +21,7 @@ import {
   type UsageStats,
 } from "../../core/index.js";
 import { toMessage, toOperation, toRun, toThread, type Row } from "../rows.js";
+import { StoreInvariantError } from "../store-invariant-error.js";
 import type { SqlConnection, SqlDialect, SqlDriver, TransactionOptions } from "./sql-driver.js";
 
 /** A checkpoint's decision: its id, kind and time, and only the fields it names (the rest are null). */
@@ -230,7 +231,7 @@ export class SqlContext {
       thread.threadId,
       thread.stateVersion,
     );
-    if (result.changes !== 1) throw new Error(`state_version compare-and-set failed for ${thread.threadId}`);
+    if (result.changes !== 1) throw new StoreInvariantError("compare_and_set_failed", thread.threadId, `state_version compare-and-set failed for ${thread.threadId}`);
     await this.insertCheckpoint(full);
     return {
       thread: { ...thread, stateVersion, headCheckpointId: full.checkpointId, stats, activeRunId, updatedAt: full.createdAt },
@@ -240,7 +241,7 @@ export class SqlContext {
 
   /** Moves a run to `to`, recording the transition; the machine of DESIGN §3 is enforced here. */
   async setRunStatus(run: RunRecord, to: RunStatus, now: number, columns: Record<string, unknown> = {}): Promise<RunRecord> {
-    if (!canTransition(run.status, to)) throw new Error(`illegal run transition ${run.status} → ${to}`);
+    if (!canTransition(run.status, to)) throw new StoreInvariantError("illegal_transition", run.runId, `illegal run transition ${run.status} → ${to}`);
     const names = Object.keys(columns);
     const assignments = names.map((name) => `, ${name} = ?`).join("");
     const row = await this.sql(
@@ -248,7 +249,7 @@ export class SqlContext {
        WHERE tenant_id = ? AND run_id = ? AND status = ?
        RETURNING *`,
     ).get(to, ...names.map((name) => columns[name]), run.tenantId, run.runId, run.status);
-    if (!row) throw new Error(`run status compare-and-set failed for ${run.runId}`);
+    if (!row) throw new StoreInvariantError("compare_and_set_failed", run.runId, `run status compare-and-set failed for ${run.runId}`);
     const updated = toRun(row);
     await this.sql(
       "INSERT INTO run_transitions (tenant_id, run_id, ordinal, from_status, to_status, at) VALUES (?, ?, ?, ?, ?, ?)",
