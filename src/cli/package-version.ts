@@ -1,7 +1,15 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 
-/** The version in Tidemark's package.json (two levels up from src/cli and from dist/cli alike). */
+/**
+ * The version in Tidemark's package.json: the nearest one above this module (two levels up from
+ * src/cli and dist/cli, three from the benchmarks' dist-bench/src/cli).
+ */
 export function packageVersion(): string {
-  const manifest = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
-  return typeof manifest.version === "string" ? manifest.version : "unknown";
+  for (let up = "../../"; up.length <= "../../../".length; up += "../") {
+    const path = new URL(`${up}package.json`, import.meta.url);
+    if (!existsSync(path)) continue;
+    const manifest = JSON.parse(readFileSync(path, "utf8")) as { version?: unknown };
+    return typeof manifest.version === "string" ? manifest.version : "unknown";
+  }
+  return "unknown";
 }
