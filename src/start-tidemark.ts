@@ -1,6 +1,6 @@
 import type { Cluster } from "./runtime/cluster.js";
 import { createPgCluster } from "./store/postgres/cluster/index.js";
-import type { RecoveryPolicy } from "./core/index.js";
+import type { RecoveryPolicy, Timers } from "./core/index.js";
 import { createPostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/index.js";
 import type { Tool } from "./tools/index.js";
@@ -51,6 +51,8 @@ export interface TidemarkOptions {
   stallTimeoutMs?: number;
   recoveryPolicy?: RecoveryPolicy;
   disconnectGraceMs?: number;
+  /** The runtime's timers: event TTL, disconnect grace, leases (default the system's); tests pass fake ones. */
+  timers?: Timers;
   /** The tools the model may call. */
   tools?: readonly Tool[];
   /** The built web app's directory, served at `/` (the CLI passes `dist/web`); none when left out. */
@@ -108,6 +110,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     leaseMs: options.leaseMs,
     recoveryPolicy: options.recoveryPolicy,
     disconnectGraceMs: options.disconnectGraceMs,
+    timers: options.timers,
     tools: options.tools,
     observer: metrics.observer,
     role,

@@ -1,4 +1,4 @@
-import { createId, isTerminalStatus, systemClock, type Clock, type RecoveryPolicy, type RunEventDraft, type RunRecord, type ThreadRecord } from "../core/index.js";
+import { createId, isTerminalStatus, systemClock, systemTimers, type Clock, type TimerHandle, type Timers, type RecoveryPolicy, type RunEventDraft, type RunRecord, type ThreadRecord } from "../core/index.js";
 import type { Cluster } from "./cluster.js";
 import type { Store } from "../store/index.js";
 import { EventHub, type RunEventBuffer } from "../stream/index.js";
@@ -35,6 +35,8 @@ export interface RuntimeOptions {
   store: Store;
   model: ChatModel;
   clock?: Clock;
+  /** The timers of the event TTL, disconnect grace, lease heartbeat and recovery sweep (default the process's). */
+  timers?: Timers;
   logger?: Logger;
   /** How long a run's event buffer is kept after its terminal event (default 15 minutes). */
   eventTtlMs?: number;
@@ -84,7 +86,8 @@ export class Runtime {
   readonly #worker: ClusterWorker | undefined;
   /** What the start, cancel, launch and confirmation paths share with this facade. */
   readonly #context: StartRunContext & CancelRunContext & LaunchRunContext & OperationConfirmationContext;
-  #timers: NodeJS.Timeout[] = [];
+  readonly #timerSource: Timers;
+  #timers: TimerHandle[] = [];
   #isRecovering = false;
   #isClosed = false;
 
@@ -92,12 +95,13 @@ export class Runtime {
     this.store = options.store;
     this.model = options.model;
     this.#clock = options.clock ?? systemClock;
+    this.#timerSource = options.timers ?? systemTimers;
     this.#logger = options.logger ?? silentLogger;
     this.#leaseMs = options.leaseMs ?? 15_000;
     this.#recoveryPolicy = options.recoveryPolicy ?? "fail";
     this.#observer = options.observer ?? {};
     this.workerId = options.workerId ?? `wrk_${createId("run").slice(4)}`;
-    this.hub = new EventHub({ ttlMs: options.eventTtlMs });
+    this.hub = new EventHub({ ttlMs: options.eventTtlMs, timers: this.#timerSource });
     this.#role = options.role ?? "all";
     this.#cluster = options.cluster;
     if (this.#role !== "all" && !this.#cluster) throw new Error(`The ${this.#role} role needs a cluster (PostgreSQL).`);
@@ -105,6 +109,7 @@ export class Runtime {
     this.#tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]));
     this.#disconnectWatch = new DisconnectWatch(options.disconnectGraceMs ?? 5_000, (tenantId, runId) =>
       runInBackground(this.#logger, "on_disconnect cancel", () => this.cancelRun(tenantId, runId, "client_disconnected")),
+      this.#timerSource,
     );
     this.#approvals = new Approvals({
       store: this.store,
@@ -148,6 +153,7 @@ export class Runtime {
             cluster: this.#cluster,
             store: this.store,
             clock: this.#clock,
+            timers: this.#timerSource,
             logger: this.#logger,
             workerId: this.workerId,
             leaseMs: this.#leaseMs,
@@ -189,14 +195,12 @@ export class Runtime {
    */
   async start(): Promise<void> {
     if (this.#role === "api") return;
-    const heartbeat = setInterval(() => {
+    const heartbeat = this.#timerSource.setInterval(() => {
       runInBackground(this.#logger, "lease heartbeat", () =>
         this.store.renewLeases(this.workerId, this.#clock.now() + this.#leaseMs),
       );
     }, Math.max(50, this.#leaseMs / 3));
-    const sweep = setInterval(() => runInBackground(this.#logger, "recovery", () => this.recover()), Math.max(50, this.#leaseMs / 2));
-    heartbeat.unref();
-    sweep.unref();
+    const sweep = this.#timerSource.setInterval(() => runInBackground(this.#logger, "recovery", () => this.recover()), Math.max(50, this.#leaseMs / 2));
     this.#timers = [heartbeat, sweep];
     if (this.#worker) this.#timers.push(...this.#worker.start());
     await this.recover();
@@ -371,7 +375,7 @@ export class Runtime {
    */
   async close(): Promise<void> {
     this.#isClosed = true;
-    for (const timer of this.#timers) clearInterval(timer);
+    for (const timer of this.#timers) this.#timerSource.clear(timer);
     for (const execution of this.#active.values()) {
       execution.stopCause ??= { kind: "shutdown" };
       execution.scope.cancel(new Error("shutdown"));
