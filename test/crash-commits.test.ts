@@ -33,17 +33,34 @@ async function call(base: string, path: string, body?: unknown): Promise<{ statu
   return { status: response.status, body: await response.json() };
 }
 
-/** Resolves once the run is paused for approval (or its stream ends). */
-async function untilInterrupted(base: string, runId: string): Promise<boolean> {
+/** Resolves once the run's stream shows an event of `type` (true), or ends without one (false). */
+async function untilEvent(base: string, runId: string, type: RunEvent["type"], signal?: AbortSignal): Promise<boolean> {
   const controller = new AbortController();
-  const response = await fetch(`${base}/v1/runs/${runId}/events`, { signal: controller.signal });
+  const stop = () => controller.abort();
+  signal?.addEventListener("abort", stop, { once: true });
   try {
+    const response = await fetch(`${base}/v1/runs/${runId}/events`, { signal: controller.signal });
     for await (const message of readSseEvents(response.body!, { signal: controller.signal })) {
-      if ((JSON.parse(message.data) as RunEvent).type === "run.interrupted") return true;
+      if ((JSON.parse(message.data) as RunEvent).type === type) return true;
     }
     return false;
   } finally {
+    signal?.removeEventListener("abort", stop);
     controller.abort();
+  }
+}
+
+/** Resolves once one of the runs has committed its send (as its stream says). */
+async function untilOneCommitted(base: string, runIds: readonly string[]): Promise<void> {
+  const others = new AbortController();
+  try {
+    await Promise.any(
+      runIds.map(async (runId) => {
+        if (!(await untilEvent(base, runId, "tool.committed", others.signal))) throw new Error(`${runId} ended without a commit`);
+      }),
+    );
+  } finally {
+    others.abort();
   }
 }
 
@@ -75,11 +92,13 @@ describe("SIGKILL during consequential commits (real processes)", () => {
             return run.body.run_id as string;
           }),
         );
-        const interrupted = await Promise.all(runs.map((runId) => untilInterrupted(base, runId)));
+        const interrupted = await Promise.all(runs.map((runId) => untilEvent(base, runId, "run.interrupted")));
         expect(interrupted.every(Boolean)).toBe(true);
         // Approve them all at once, then kill the process at a random moment while sends are in flight.
         const approving = runs.map((runId) => call(base, `/v1/runs/${runId}/approve`, {}).catch(() => undefined));
         approvals += runs.length;
+        // Every fifth cycle the kill waits for a first commit, so commits surely happen whatever the machine's pace.
+        if (cycle % 5 === 4) await untilOneCommitted(base, runs);
         await raceDelay(killAfter);
         server.child.kill("SIGKILL");
         await server.exited;
