@@ -196,7 +196,11 @@ describe("SIGKILL of a worker mid-generation and mid-commit, in a cluster (real 
         return next.body.run_id as string;
       }),
     );
-    for (const runId of followUps) expect((await waitForRun(base, runId, isTerminal)).status).toBe("completed");
+    for (const runId of followUps) {
+      const final = await waitForRun(base, runId, isTerminal);
+      const traces = (await cluster.traces(runId)).map((trace) => `${trace.kind} ${JSON.stringify(trace.data)}`);
+      expect(final.status, `follow-up ${JSON.stringify(final)}\ntraces:\n${traces.join("\n")}`).toBe("completed");
+    }
 
     // Exactly once: no key was sent twice, and the ledger agrees with the outbox in both directions.
     const sent = cluster.outboxCounts();

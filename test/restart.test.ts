@@ -102,7 +102,8 @@ describe("restart recovery (real processes)", () => {
     const check = await runCli(["check", "--db", dbPath]);
     expect(check.stdout).toMatch(/^0 violations/m);
     expect(check.code).toBe(0);
-  });
+    // Three process starts and three slow answers: a guard for a loaded machine, not a pace the test needs.
+  }, 120_000);
 
   it("tidemark check finds seeded violations in a corrupted copy and exits 1", async () => {
     const corrupted = join(dir, "corrupted.db");
