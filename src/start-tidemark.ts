@@ -1,6 +1,6 @@
 import type { Cluster } from "./runtime/cluster.js";
 import { createPgCluster } from "./store/postgres/cluster/index.js";
-import { ConfigurationError, type RecoveryPolicy } from "./core/index.js";
+import { ConfigurationError, type RecoveryPolicy, type Timers } from "./core/index.js";
 import { createPostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/index.js";
 import type { Tool } from "./tools/index.js";
@@ -53,6 +53,8 @@ export interface TidemarkOptions {
   disconnectGraceMs?: number;
   /** How long a tool's commit may go on after a Stop or a shutdown before it is recorded `outcome_unknown` (default 30 s). */
   shieldTimeoutMs?: number;
+  /** The runtime's timers: event TTL, disconnect grace, leases (default the system's); tests pass fake ones. */
+  timers?: Timers;
   /** The tools the model may call. */
   tools?: readonly Tool[];
   /** The built web app's directory, served at `/` (the CLI passes `dist/web`); none when left out. */
@@ -111,6 +113,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     recoveryPolicy: options.recoveryPolicy,
     disconnectGraceMs: options.disconnectGraceMs,
     shieldTimeoutMs: options.shieldTimeoutMs,
+    timers: options.timers,
     tools: options.tools,
     observer: metrics.observer,
     role,

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTidemarkClient, openRunEventStream, type RunEventStreamOptions, type StreamNotice } from "../src/client/index.js";
 import type { RunEvent } from "../src/core/index.js";
 import { connectionStates, eventsOf } from "./support/client-session.js";
+import { createFakeTime } from "./support/fake-timers.js";
 import { deltaText, startHarness, type Harness } from "./support/harness.js";
 import { startTcpProxy } from "./support/tcp-proxy.js";
 
@@ -149,9 +150,12 @@ describe("the client's event stream over a real server", () => {
 });
 
 describe("the client's event stream against an expired buffer and an API key", () => {
+  const TTL_MS = 60_000;
+  // The buffer's TTL runs on fake time: it ends when the test advances it.
+  const time = createFakeTime();
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ demo: { wordsPerSecond: 0, wordCount: 10 }, eventTtlMs: 100, apiKeys: new Map([["key-a", "tenant-a"]]) });
+    h = await startHarness({ demo: { wordsPerSecond: 0, wordCount: 10 }, eventTtlMs: TTL_MS, timers: time.timers, apiKeys: new Map([["key-a", "tenant-a"]]) });
   });
   afterAll(async () => {
     await h.close();
@@ -160,12 +164,11 @@ describe("the client's event stream against an expired buffer and an API key", (
   it("asks for a reload once the run's buffer expired, and fails as unauthorized without a key", async () => {
     const threadId = await h.createThread("key-a");
     const started = await h.api(`/v1/threads/${threadId}/runs`, { method: "POST", json: { input: { role: "user", content: "hi" } }, key: "key-a" });
-    await h.events(started.body.run_id, { key: "key-a" });
-    // The TTL is 100 ms: wait for the expiry as an observable state change, bounded.
-    const deadline = Date.now() + 5_000;
-    while ((await h.api(`/v1/runs/${started.body.run_id}/events`, { key: "key-a" })).status === 200 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    expect((await h.events(started.body.run_id, { key: "key-a" })).at(-1)?.type).toBe("run.completed");
+    // The terminal event set the buffer's TTL timer; past it, the buffer is gone.
+    await time.whenScheduled((timer) => !timer.isInterval && timer.ms === TTL_MS);
+    await time.advance(TTL_MS);
+    expect((await h.api(`/v1/runs/${started.body.run_id}/events`, { key: "key-a" })).status).toBe(410);
     const notices: StreamNotice[] = [];
     const client = createTidemarkClient({ baseUrl: h.url, apiKey: "key-a" });
     await openRunEventStream(client, started.body.run_id, (notice) => notices.push(notice)).done;

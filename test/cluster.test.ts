@@ -67,7 +67,6 @@ describe("a cluster of 2 API processes and 2 workers (real processes, PostgreSQL
     expect(await cluster.leaseOwner(runId)).toBe(worker2.workerId);
     expect((await call(cluster.apiB.url, `/v1/runs/${runId}`)).body.status).toBe("running");
 
-    const sentAt = Date.now();
     const cancel = await call(cluster.apiA.url, `/v1/runs/${runId}/cancel`, { reason: "user_requested" });
     expect(cancel.status, JSON.stringify(cancel.body)).toBe(202);
     expect(cancel.body).toMatchObject({ run_id: runId, status: "cancel_requested", already_terminal: false });
@@ -75,7 +74,6 @@ describe("a cluster of 2 API processes and 2 workers (real processes, PostgreSQL
     expect(acceptedVersion).toBeGreaterThan(0);
 
     const events = await stream.done;
-    const cancelledAfterMs = Date.now() - sentAt;
     checkStreamShape(events);
     const types = events.map((event) => event.type);
     const requestedAt = types.indexOf("run.cancel_requested");
@@ -89,7 +87,7 @@ describe("a cluster of 2 API processes and 2 workers (real processes, PostgreSQL
     expect(cancelled.discarded_stream_chars).toBeGreaterThan(0);
     expect(cancelled.resume_checkpoint_id).toBe(cancel.body.resume_checkpoint_id);
 
-    const run = await waitForRun(cluster.apiB.url, runId, isTerminal, 5_000);
+    const run = await waitForRun(cluster.apiB.url, runId, isTerminal);
     expect(run).toMatchObject({ status: "cancelled", cancel_reason: "user_requested", published_message_id: null, attempt: 1 });
     const history = (await call(cluster.apiB.url, `/v1/threads/${threadId}/history`)).body;
     const ofRun = history.messages.filter((message: any) => message.run_id === runId && message.role !== "user");
@@ -106,8 +104,8 @@ describe("a cluster of 2 API processes and 2 workers (real processes, PostgreSQL
       pending_step: { step_id: "model-1", kind: "model" },
       resume_policy: "regenerate_pending_step",
     });
-    // The worker stopped well before the answer would have ended (about 3 s): the cancel reached it mid-generation.
-    expect(cancelledAfterMs).toBeLessThan(2_000);
+    // The cancel reached the worker mid-generation: it streamed fewer words than the whole answer has.
+    expect(events.filter(isDelta).length).toBeLessThan(Number(ENV.TIDEMARK_DEMO_WORDS));
 
     await expectNoViolations();
   });
@@ -138,7 +136,7 @@ describe("a cluster of 2 API processes and 2 workers (real processes, PostgreSQL
     expect(joined).toEqual(fullA);
     expect(await readEvents(cluster.apiA.url, runId, { after: 5 })).toEqual(joined.slice(5));
 
-    const run = await waitForRun(cluster.apiA.url, runId, isTerminal, 5_000);
+    const run = await waitForRun(cluster.apiA.url, runId, isTerminal);
     expect(run.status).toBe("completed");
     const published = joined.find((event) => event.type === "message.published" && (event as any).role === "assistant");
     expect(published).toBeDefined();
@@ -175,7 +173,7 @@ describe("a cluster of 2 API processes and 2 workers (real processes, PostgreSQL
     // It stayed on the worker that paused it (the decision was forwarded, not re-executed elsewhere).
     expect(attemptOfSeq(events.at(-1)!.seq)).toBe(1);
 
-    const run = await waitForRun(cluster.apiB.url, runId, isTerminal, 5_000);
+    const run = await waitForRun(cluster.apiB.url, runId, isTerminal);
     expect(run).toMatchObject({ status: "completed", attempt: 1 });
     const operations = (await call(cluster.apiB.url, `/v1/threads/${threadId}/operations`)).body.operations as any[];
     expect(operations).toHaveLength(1);
@@ -211,12 +209,12 @@ describe("a cluster of 2 API processes and 2 workers (real processes, PostgreSQL
     expect(exit).toBe(0);
     // Attempt 2 of each handed-back run is claimed by the other worker.
     for (const runId of drained) {
-      const second = await waitForRun(cluster.apiB.url, runId, (run) => run.attempt === 2 || isTerminal(run), 10_000);
+      const second = await waitForRun(cluster.apiB.url, runId, (run) => run.attempt === 2 || isTerminal(run));
       const owner = await cluster.leaseOwner(runId);
       if (!isTerminal(second) && owner !== null) expect(owner).toBe(survivor.workerId);
     }
 
-    const finals = await Promise.all(runs.map(({ runId }) => waitForRun(cluster.apiA.url, runId, isTerminal, 20_000)));
+    const finals = await Promise.all(runs.map(({ runId }) => waitForRun(cluster.apiA.url, runId, isTerminal)));
     for (const [index, run] of finals.entries()) {
       const wasDrained = drained.includes(run.run_id);
       expect(run, `run ${index}`).toMatchObject({ status: "completed", failure_reason: null, attempt: wasDrained ? 2 : 1 });

@@ -3,11 +3,12 @@
  * received up to `last_seq`; the fragment is a labelled transition, reaches the next run's model
  * context as a fragment, and can be deleted as a new version. `tidemark check` stays clean.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent } from "../src/core/index.js";
 import { createDemoModel, type ChatModel, type ModelRequest } from "../src/runtime/index.js";
 import { FRAGMENT_LABEL } from "../src/runtime/model-context.js";
 import { LOCAL_TENANT } from "../src/server/index.js";
+import { createFakeTime } from "./support/fake-timers.js";
 import { deltaText, startHarness, type Harness } from "./support/harness.js";
 
 /** The demo model, recording every request it is sent; a request that asks for a "long" answer gets one that is only ever stopped. */
@@ -199,9 +200,12 @@ describe("fragments over HTTP", () => {
 });
 
 describe("a fragment after the stream buffer expired", () => {
+  const TTL_MS = 60_000;
+  // The buffer's TTL runs on fake time: it ends when the test advances it, not a moment later.
+  const time = createFakeTime();
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ demo: { wordsPerSecond: 200, wordCount: 100_000 }, eventTtlMs: 1 });
+    h = await startHarness({ demo: { wordsPerSecond: 200, wordCount: 100_000 }, eventTtlMs: TTL_MS, timers: time.timers });
   });
   afterAll(async () => {
     await h.expectNoViolations();
@@ -211,7 +215,11 @@ describe("a fragment after the stream buffer expired", () => {
   it("answers 410 stream_expired with the history address", async () => {
     const threadId = await h.createThread();
     const stopped = await stoppedRun(h, threadId);
-    await vi.waitFor(() => expect(h.tidemark.runtime.hub.get(LOCAL_TENANT, stopped.runId)).toBeUndefined());
+    // The run's terminal event set the buffer's TTL timer.
+    await time.whenScheduled((timer) => !timer.isInterval && timer.ms === TTL_MS);
+    expect(h.tidemark.runtime.hub.get(LOCAL_TENANT, stopped.runId)).toBeDefined();
+    await time.advance(TTL_MS);
+    expect(h.tidemark.runtime.hub.get(LOCAL_TENANT, stopped.runId)).toBeUndefined();
 
     const expired = await saveFragment(h, stopped.runId, { message_id: stopped.messageId, last_seq: stopped.deltas.at(-1)!.seq });
 

@@ -1,12 +1,29 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent } from "../src/core/index.js";
+import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
 import { readSseEvents } from "../src/stream/index.js";
+import { createGatedModel } from "./support/client-session.js";
+import { createFakeTime, type PendingTimer } from "./support/fake-timers.js";
 import { deltaText, startHarness, type Harness } from "./support/harness.js";
+
+/** The buffer TTL and the disconnect grace run on fake time: only `time.advance` ends them. */
+const TTL_MS = 60_000;
+const GRACE_MS = 7_000;
+/** The disconnect grace timer (the heartbeat and sweep are intervals on the same fake time). */
+const isGraceTimer = (timer: PendingTimer) => !timer.isInterval && timer.ms === GRACE_MS;
 
 describe("the event stream", () => {
   let h: Harness;
+  const time = createFakeTime();
+  // An answer to a message starting with "gate" stops after a few words until the test releases it.
+  const gated = createGatedModel();
+  const demo = createDemoModel({ wordsPerSecond: 300, wordCount: 120 });
+  const model: ChatModel = {
+    ...demo,
+    stream: (request, options) => (request.messages.at(-1)?.content.startsWith("gate") ? gated.model : demo).stream(request, options),
+  };
   beforeAll(async () => {
-    h = await startHarness({ demo: { wordsPerSecond: 300, wordCount: 120 }, heartbeatMs: 40, eventTtlMs: 300, disconnectGraceMs: 100 });
+    h = await startHarness({ model, heartbeatMs: 40, eventTtlMs: TTL_MS, disconnectGraceMs: GRACE_MS, timers: time.timers });
   });
   afterAll(async () => {
     await h.expectNoViolations();
@@ -45,14 +62,12 @@ describe("the event stream", () => {
   it("answers 410 with the history address once the buffer expired", async () => {
     const threadId = await h.createThread();
     const run = await h.startRun(threadId);
-    await h.events(run.run_id);
-    let response = await h.api(`/v1/runs/${run.run_id}/events`);
-    // The TTL is 300 ms here: wait for the expiry as an observable state change, bounded.
-    const deadline = Date.now() + 5_000;
-    while (response.status === 200 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      response = await h.api(`/v1/runs/${run.run_id}/events`);
-    }
+    expect((await h.events(run.run_id)).at(-1)!.type).toBe("run.completed");
+    // The terminal event set the buffer's TTL timer; the buffer is kept until it fires, not after.
+    await time.advance(TTL_MS - 1);
+    expect((await h.api(`/v1/runs/${run.run_id}/events`)).status).toBe(200);
+    await time.advance(1);
+    const response = await h.api(`/v1/runs/${run.run_id}/events`);
     expect(response.status).toBe(410);
     expect(response.body).toMatchObject({
       error: "stream_expired",
@@ -86,8 +101,13 @@ describe("the event stream", () => {
 
   it("on_disconnect: cancel stops a run once nobody has listened for the grace period", async () => {
     const threadId = await h.createThread();
-    const run = await h.startRun(threadId, "cancel me when I leave", { on_disconnect: "cancel" });
+    const run = await h.startRun(threadId, "gate: cancel me when I leave", { on_disconnect: "cancel" });
     await h.events(run.run_id, { until: (event) => event.type === "message.delta" });
+    // The server saw the disconnect once it armed the grace timer; the answer waits at its gate meanwhile.
+    await time.whenScheduled(isGraceTimer);
+    await time.advance(GRACE_MS - 1);
+    expect((await h.api(`/v1/runs/${run.run_id}`)).body.status).toBe("running");
+    await time.advance(1);
     // Nobody is listening now; watch the outcome in process, since a subscriber would keep it alive.
     const final = await h.tidemark.runtime.waitForTerminal("local", run.run_id, 5_000);
     expect(final).toMatchObject({ status: "cancelled", cancelReason: "client_disconnected" });
@@ -97,9 +117,16 @@ describe("the event stream", () => {
 
   it("on_disconnect: cancel keeps a run whose client reconnects inside the grace period", async () => {
     const threadId = await h.createThread();
-    const run = await h.startRun(threadId, "keep me", { on_disconnect: "cancel" });
+    const run = await h.startRun(threadId, "gate: keep me", { on_disconnect: "cancel" });
     const first = await h.events(run.run_id, { until: (event) => event.type === "message.delta" });
-    const rest = await h.events(run.run_id, { lastEventId: first.at(-1)!.seq });
+    await time.whenScheduled(isGraceTimer);
+    const reconnected = h.stream(run.run_id, { after: first.at(-1)!.seq });
+    // The first event of the new connection: the server attached it before sending anything.
+    const rest = [(await reconnected.next()).value as RunEvent];
+    await time.advance(GRACE_MS * 2);
+    gated.release();
+    for await (const event of reconnected) rest.push(event);
     expect(rest.at(-1)!.type).toBe("run.completed");
+    expect([...first, ...rest].map((event) => event.seq)).toEqual([...first, ...rest].map((_, index) => index + 1));
   });
 });

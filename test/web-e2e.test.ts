@@ -6,13 +6,41 @@
 import { type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_WEB_ROOT } from "../src/server/index.js";
+import type { ChatModel } from "../src/runtime/index.js";
 import { CHROMIUM, collectPageErrors, hasChromium, launchBrowser, requireBuiltWebApp, screenshotPath, type TestBrowser } from "./support/browser.js";
+import { createGatedModel } from "./support/client-session.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 if (!hasChromium) console.warn(`web-e2e: skipped, ${CHROMIUM} is missing (apt-get install chromium to run it).`);
 
+/** What the answer says before it waits at the gate: the whole draft there is to see before the Stop. */
+const BEFORE_GATE = (
+  "Honest cancellation means that the answer you watched stops where you stopped it, and that nothing of it " +
+  "is saved as if it had been finished, so the history only ever holds what was really completed"
+).split(" ");
+
+/**
+ * The answer streams its first words, then waits at a gate the test never opens: a Stop always
+ * lands mid-answer, and once the Stop has aborted the waiting answer no further word can exist,
+ * so the draft's text is checked exactly instead of watched for a while.
+ */
+function createStoppableModel() {
+  const gated = createGatedModel({ before: BEFORE_GATE, after: ["never", "streamed"] });
+  let onAbort!: () => void;
+  const aborted = new Promise<void>((resolve) => (onAbort = resolve));
+  const model: ChatModel = {
+    id: "gated-demo",
+    stream(request, options) {
+      options.signal.addEventListener("abort", () => onAbort(), { once: true });
+      return gated.model.stream(request, options);
+    },
+  };
+  return { model, aborted };
+}
+
 describe.skipIf(!hasChromium)("the web app in chromium: send, watch the draft, Stop, reload", () => {
   let h: Harness;
+  const stoppable = createStoppableModel();
   let browser: TestBrowser;
   let page: Page;
   let userDataDir: string;
@@ -20,8 +48,7 @@ describe.skipIf(!hasChromium)("the web app in chromium: send, watch the draft, S
 
   beforeAll(async () => {
     requireBuiltWebApp();
-    // Slow enough to press Stop mid-answer, long enough never to finish first.
-    h = await startHarness({ webRoot: DEFAULT_WEB_ROOT, demo: { wordsPerSecond: 25, wordCount: 2000 } });
+    h = await startHarness({ webRoot: DEFAULT_WEB_ROOT, model: stoppable.model });
     browser = await launchBrowser();
     userDataDir = browser.scratch;
     page = browser.context.pages()[0] ?? (await browser.context.newPage());
@@ -54,6 +81,8 @@ describe.skipIf(!hasChromium)("the web app in chromium: send, watch the draft, S
     const draft = page.locator('[data-draft-status="streaming"]');
     await draft.waitFor();
     await expect.poll(() => draft.textContent(), { timeout: 10_000 }).toMatch(/Draft · not saved yet[\s\S]{80,}/);
+    // Every word before the gate is on the page: the answer now waits there.
+    await expect.poll(() => draft.locator(".message-text").textContent(), { timeout: 10_000 }).toContain(BEFORE_GATE.join(" "));
     expect(await draft.getByText("Draft · not saved yet").isVisible()).toBe(true);
     await page.screenshot({ path: screenshotPath("web-draft.png", userDataDir) });
 
@@ -79,8 +108,10 @@ describe.skipIf(!hasChromium)("the web app in chromium: send, watch the draft, S
     expect(await stopped.textContent()).toContain("not saved, not part of the history");
     const partial = (await stopped.locator(".message-text").textContent())!.trim();
     expect(partial.length).toBeGreaterThan(40);
-    // A check for absence: at 25 words a second, ~7 more words would have arrived by now.
-    await page.waitForTimeout(300);
+    // The Stop aborted the answer while it waited at its gate: no word after the gate exists, and the
+    // draft holds exactly the words before it.
+    await stoppable.aborted;
+    expect(partial).toBe(BEFORE_GATE.join(" "));
     expect((await stopped.locator(".message-text").textContent())!.trim()).toBe(partial);
 
     // The Stop is said once (issue 11): by the draft's own label, with no "interrupted" marker beside it, no

@@ -5,6 +5,7 @@ export * from "./error-codes.js";
 export * from "./tidemark-error.js";
 export * from "./ids.js";
 export * from "./clock.js";
+export * from "./timers.js";
 export * from "./hash.js";
 export * from "./stats-view.js";
 export * from "./storable-text.js";

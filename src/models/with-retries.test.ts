@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ModelError } from "../core/model-error.js";
 import type { ChatModel, ModelStreamPart } from "../core/model.js";
 import { withRetries } from "./with-retries.js";
@@ -27,6 +27,10 @@ async function collect(model: ChatModel, signal = new AbortController().signal):
 }
 
 describe("withRetries", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it("retries a retryable failure before the first part, then streams", async () => {
     const scripted = scriptedModel([
       { error: ModelError.fromStatus(429) },
@@ -38,11 +42,15 @@ describe("withRetries", () => {
     expect(scripted.calls()).toBe(3);
   });
 
-  it("waits at least the provider's Retry-After", async () => {
+  it("waits the provider's Retry-After before the next attempt, not less", async () => {
+    vi.useFakeTimers();
     const scripted = scriptedModel([{ error: ModelError.fromStatus(429, { retryAfterMs: 60 }) }, { parts: [finish] }]);
-    const started = performance.now();
-    await collect(withRetries(scripted.model, { baseDelayMs: 1 }));
-    expect(performance.now() - started).toBeGreaterThanOrEqual(55);
+    const pending = collect(withRetries(scripted.model, { baseDelayMs: 1 }));
+    await vi.advanceTimersByTimeAsync(59);
+    expect(scripted.calls()).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(scripted.calls()).toBe(2);
+    expect(await pending).toEqual([finish]);
   });
 
   it("gives up after maxRetries and throws the last error", async () => {
@@ -73,16 +81,18 @@ describe("withRetries", () => {
     expect(scripted.calls()).toBe(1);
   });
 
-  it("a Stop interrupts the backoff at once", async () => {
+  it("a Stop interrupts the backoff at once: no time passes, and its timer is gone", async () => {
+    vi.useFakeTimers();
     const scripted = scriptedModel([{ error: ModelError.fromStatus(429, { retryAfterMs: 60_000 }) }, { parts: [finish] }]);
     const controller = new AbortController();
-    const started = performance.now();
     const pending = collect(withRetries(scripted.model, { maxDelayMs: 60_000 }), controller.signal);
-    // The first attempt fails synchronously inside the generator; abort once the backoff began.
-    await new Promise(setImmediate);
+    // The first attempt fails inside the generator; abort once the backoff began (its timer is set).
+    await vi.advanceTimersByTimeAsync(0);
+    expect(vi.getTimerCount()).toBe(1);
     controller.abort(new Error("stop"));
+    // The clock never moves: only the abort can end the wait.
     await expect(pending).rejects.toThrow("stop");
-    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(vi.getTimerCount()).toBe(0);
     expect(scripted.calls()).toBe(1);
   });
 });

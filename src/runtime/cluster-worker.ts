@@ -4,7 +4,7 @@
  * accepted for the runs it executes.
  */
 import type { Cluster, ControlMessage } from "./cluster.js";
-import { acceptedCancelOf, TidemarkError, type Clock, type RunRecord } from "../core/index.js";
+import { acceptedCancelOf, TidemarkError, type Clock, type RunRecord, type TimerHandle, type Timers } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import type { Approvals } from "./approvals.js";
 import { runInBackground } from "./background.js";
@@ -17,6 +17,7 @@ export interface ClusterWorkerOptions {
   cluster: Cluster;
   store: Store;
   clock: Clock;
+  timers: Timers;
   logger: Logger;
   workerId: string;
   leaseMs: number;
@@ -41,19 +42,17 @@ export class ClusterWorker {
   }
 
   /** Listens to the cluster and starts the fallback polls; returns their timers. */
-  start(): NodeJS.Timeout[] {
-    const { cluster, logger, pollMs, eventTtlMs, clock } = this.#options;
+  start(): TimerHandle[] {
+    const { cluster, logger, pollMs, eventTtlMs, clock, timers } = this.#options;
     cluster.onQueued(() => this.claimSoon());
     cluster.onControl((message) => this.#onControl(message));
-    const poll = setInterval(() => {
+    const poll = timers.setInterval(() => {
       this.claimSoon();
       runInBackground(logger, "cancel check", () => this.#checkCancels());
     }, pollMs);
-    const prune = setInterval(() => {
+    const prune = timers.setInterval(() => {
       runInBackground(logger, "prune event logs", () => cluster.pruneEvents(clock.now() - eventTtlMs));
     }, 60_000);
-    poll.unref();
-    prune.unref();
     return [poll, prune];
   }
 

@@ -1,3 +1,10 @@
+import { systemTimers, type TimerHandle, type Timers } from "../core/timers.js";
+
+interface WatchedRun {
+  subscribers: number;
+  timer: TimerHandle | undefined;
+}
+
 /**
  * `on_disconnect: "cancel"`: a run is cancelled with reason `client_disconnected` once no
  * subscriber has been connected to it for a grace period. A reconnect inside the grace
@@ -6,11 +13,13 @@
 export class DisconnectWatch {
   readonly #graceMs: number;
   readonly #onExpired: (tenantId: string, runId: string) => void;
-  readonly #watched = new Map<string, { subscribers: number; timer: NodeJS.Timeout | undefined }>();
+  readonly #timers: Timers;
+  readonly #watched = new Map<string, WatchedRun>();
 
-  constructor(graceMs: number, onExpired: (tenantId: string, runId: string) => void) {
+  constructor(graceMs: number, onExpired: (tenantId: string, runId: string) => void, timers: Timers = systemTimers) {
     this.#graceMs = graceMs;
     this.#onExpired = onExpired;
+    this.#timers = timers;
   }
 
   static #key(tenantId: string, runId: string): string {
@@ -21,7 +30,7 @@ export class DisconnectWatch {
   watch(tenantId: string, runId: string): void {
     const key = DisconnectWatch.#key(tenantId, runId);
     if (this.#watched.has(key)) return;
-    const entry = { subscribers: 0, timer: undefined as NodeJS.Timeout | undefined };
+    const entry: WatchedRun = { subscribers: 0, timer: undefined };
     this.#watched.set(key, entry);
     this.#arm(tenantId, runId, entry);
   }
@@ -31,7 +40,7 @@ export class DisconnectWatch {
     const entry = this.#watched.get(DisconnectWatch.#key(tenantId, runId));
     if (!entry) return () => {};
     entry.subscribers++;
-    clearTimeout(entry.timer);
+    this.#timers.clear(entry.timer);
     entry.timer = undefined;
     let isDetached = false;
     return () => {
@@ -45,25 +54,24 @@ export class DisconnectWatch {
   /** Stops watching a run (it ended). */
   forget(tenantId: string, runId: string): void {
     const key = DisconnectWatch.#key(tenantId, runId);
-    clearTimeout(this.#watched.get(key)?.timer);
+    this.#timers.clear(this.#watched.get(key)?.timer);
     this.#watched.delete(key);
   }
 
   /** Stops every timer. */
   clear(): void {
-    for (const entry of this.#watched.values()) clearTimeout(entry.timer);
+    for (const entry of this.#watched.values()) this.#timers.clear(entry.timer);
     this.#watched.clear();
   }
 
-  #arm(tenantId: string, runId: string, entry: { subscribers: number; timer: NodeJS.Timeout | undefined }): void {
-    clearTimeout(entry.timer);
-    entry.timer = setTimeout(() => {
+  #arm(tenantId: string, runId: string, entry: WatchedRun): void {
+    this.#timers.clear(entry.timer);
+    entry.timer = this.#timers.setTimeout(() => {
       entry.timer = undefined;
       if (entry.subscribers === 0 && this.#watched.get(DisconnectWatch.#key(tenantId, runId)) === entry) {
         this.forget(tenantId, runId);
         this.#onExpired(tenantId, runId);
       }
     }, this.#graceMs);
-    entry.timer.unref();
   }
 }

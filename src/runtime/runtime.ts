@@ -1,4 +1,4 @@
-import { ConfigurationError, createId, systemClock, type Clock, type RecoveryPolicy, type RunRecord, type ThreadRecord } from "../core/index.js";
+import { ConfigurationError, createId, systemClock, systemTimers, type Clock, type TimerHandle, type Timers, type RecoveryPolicy, type RunRecord, type ThreadRecord } from "../core/index.js";
 import type { Cluster } from "./cluster.js";
 import type { DeleteMessageResult, ForkThreadResult, Store } from "../store/index.js";
 import { EventHub, type RunEventBuffer } from "../stream/index.js";
@@ -35,6 +35,8 @@ export interface RuntimeOptions {
   store: Store;
   model: ChatModel;
   clock?: Clock;
+  /** The timers of the event TTL, disconnect grace, lease heartbeat and recovery sweep (default the process's). */
+  timers?: Timers;
   logger?: Logger;
   /** How long a run's event buffer is kept after its terminal event (default 15 minutes). */
   eventTtlMs?: number;
@@ -92,18 +94,20 @@ export class Runtime {
   readonly #cancel: CancelRunContext;
   readonly #confirmations: OperationConfirmationContext;
   readonly #edits: ThreadEditsContext;
-  #timers: NodeJS.Timeout[] = [];
+  readonly #timerSource: Timers;
+  #timers: TimerHandle[] = [];
   #isRecovering = false;
 
   constructor(options: RuntimeOptions) {
     const store = (this.store = options.store);
     const model = (this.model = options.model);
     const clock = (this.#clock = options.clock ?? systemClock);
+    const timers = (this.#timerSource = options.timers ?? systemTimers);
     const logger = (this.#logger = options.logger ?? silentLogger);
     const leaseMs = (this.#leaseMs = options.leaseMs ?? 15_000);
     const observer = options.observer ?? {};
     this.workerId = options.workerId ?? `wrk_${createId("run").slice(4)}`;
-    const hub = (this.hub = new EventHub({ ttlMs: options.eventTtlMs }));
+    const hub = (this.hub = new EventHub({ ttlMs: options.eventTtlMs, timers }));
     this.#role = options.role ?? "all";
     const cluster = (this.#cluster = options.cluster);
     if (this.#role !== "all" && !cluster) throw new ConfigurationError(`The ${this.#role} role needs a cluster (PostgreSQL).`, { setting: "role" });
@@ -123,6 +127,7 @@ export class Runtime {
     const trace = (run: RunRecord, kind: string, data: Record<string, unknown>) => journal.trace(run, kind, data);
     const disconnectWatch = (this.#disconnectWatch = new DisconnectWatch(options.disconnectGraceMs ?? 5_000, (tenantId, runId) =>
       runInBackground(logger, "on_disconnect cancel", () => cancel(tenantId, runId, "client_disconnected")),
+      timers,
     ));
     const approvals = (this.#approvals = new Approvals({ store, clock, emitter, trace }));
     const scheduler: RunScheduler = (this.#scheduler = new RunScheduler({
@@ -180,6 +185,7 @@ export class Runtime {
             cluster,
             store,
             clock,
+            timers,
             logger,
             workerId: this.workerId,
             leaseMs,
@@ -220,14 +226,12 @@ export class Runtime {
    */
   async start(): Promise<void> {
     if (this.#role === "api") return;
-    const heartbeat = setInterval(() => {
+    const heartbeat = this.#timerSource.setInterval(() => {
       runInBackground(this.#logger, "lease heartbeat", () =>
         this.store.renewLeases(this.workerId, this.#clock.now() + this.#leaseMs),
       );
     }, Math.max(50, this.#leaseMs / 3));
-    const sweep = setInterval(() => runInBackground(this.#logger, "recovery", () => this.recover()), Math.max(50, this.#leaseMs / 2));
-    heartbeat.unref();
-    sweep.unref();
+    const sweep = this.#timerSource.setInterval(() => runInBackground(this.#logger, "recovery", () => this.recover()), Math.max(50, this.#leaseMs / 2));
     this.#timers = [heartbeat, sweep];
     if (this.#worker) this.#timers.push(...this.#worker.start());
     await this.recover();
@@ -349,7 +353,7 @@ export class Runtime {
    * then waits for them to settle, for a bounded time (`RunScheduler.drain`), so it always returns.
    */
   async close(): Promise<void> {
-    for (const timer of this.#timers) clearInterval(timer);
+    for (const timer of this.#timers) this.#timerSource.clear(timer);
     const wasExecuting = await this.#scheduler.drain();
     // The runs handed back are queued again: the other workers take them now, not at their next poll.
     if (wasExecuting) this.#cluster?.announceQueued();

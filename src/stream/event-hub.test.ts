@@ -1,6 +1,7 @@
 /** The per-run buffers of one process: one per attempt, kept a TTL after the end, per tenant. */
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { RunEventDraft } from "../core/index.js";
+import { createFakeTime } from "../../test/support/fake-timers.js";
 import { ATTEMPT_SEQ_STRIDE, EventHub } from "./event-hub.js";
 
 const completed = (runId: string): RunEventDraft => ({
@@ -9,12 +10,6 @@ const completed = (runId: string): RunEventDraft => ({
   state_version: 2,
   published_message_id: null,
 });
-
-/** Lets the hub's `whenTerminal().then(...)` run, so its expiry timer is set. */
-async function settle(): Promise<void> {
-  await Promise.resolve();
-  await Promise.resolve();
-}
 
 describe("EventHub.ensure", () => {
   it("returns the same buffer for the same attempt", () => {
@@ -65,63 +60,62 @@ describe("EventHub.ensure", () => {
 });
 
 describe("EventHub expiry", () => {
-  afterEach(() => {
-    vi.useRealTimers();
-  });
-
   it("keeps a buffer while the run is live and for the TTL after its terminal event", async () => {
-    vi.useFakeTimers();
-    const hub = new EventHub({ ttlMs: 60_000 });
+    const time = createFakeTime();
+    const hub = new EventHub({ ttlMs: 60_000, timers: time.timers });
     const buffer = hub.ensure("t1", "run_a", 1);
 
-    await vi.advanceTimersByTimeAsync(10 * 60_000);
+    await time.advance(10 * 60_000);
     expect(hub.get("t1", "run_a")).toBe(buffer);
+    expect(time.pending()).toEqual([]);
 
     buffer.append(completed("run_a"));
-    await settle();
-    await vi.advanceTimersByTimeAsync(59_999);
+    await time.whenScheduled((timer) => timer.ms === 60_000);
+    await time.advance(59_999);
     expect(hub.get("t1", "run_a")).toBe(buffer);
 
-    await vi.advanceTimersByTimeAsync(1);
+    await time.advance(1);
     expect(hub.get("t1", "run_a")).toBeUndefined();
     expect(hub.size).toBe(0);
+    expect(time.pending()).toEqual([]);
   });
 
   it("defaults to a 15 minute TTL", async () => {
-    vi.useFakeTimers();
-    const hub = new EventHub();
+    const time = createFakeTime();
+    const hub = new EventHub({ timers: time.timers });
     hub.ensure("t1", "run_a", 1).append(completed("run_a"));
-    await settle();
+    await time.whenScheduled();
 
-    await vi.advanceTimersByTimeAsync(15 * 60_000 - 1);
+    await time.advance(15 * 60_000 - 1);
     expect(hub.get("t1", "run_a")).toBeDefined();
-    await vi.advanceTimersByTimeAsync(1);
+    await time.advance(1);
     expect(hub.get("t1", "run_a")).toBeUndefined();
   });
 
   it("does not let an old attempt's expiry drop the newer attempt's buffer", async () => {
-    vi.useFakeTimers();
-    const hub = new EventHub({ ttlMs: 1_000 });
+    const time = createFakeTime();
+    const hub = new EventHub({ ttlMs: 1_000, timers: time.timers });
     hub.ensure("t1", "run_a", 1).append(completed("run_a"));
-    await settle();
+    await time.whenScheduled();
     const second = hub.ensure("t1", "run_a", 2);
 
-    await vi.advanceTimersByTimeAsync(5_000);
+    await time.advance(5_000);
 
+    expect(time.pending()).toEqual([]);
     expect(hub.get("t1", "run_a")).toBe(second);
   });
 
   it("clear drops every buffer and pending timer", async () => {
-    vi.useFakeTimers();
-    const hub = new EventHub({ ttlMs: 1_000 });
+    const time = createFakeTime();
+    const hub = new EventHub({ ttlMs: 1_000, timers: time.timers });
     hub.ensure("t1", "run_a", 1).append(completed("run_a"));
     hub.ensure("t1", "run_b", 1);
-    await settle();
+    await time.whenScheduled();
 
     hub.clear();
 
     expect(hub.size).toBe(0);
-    expect(vi.getTimerCount()).toBe(0);
+    expect(time.pending()).toEqual([]);
   });
 });
 

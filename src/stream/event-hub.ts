@@ -1,9 +1,12 @@
+import { systemTimers, type TimerHandle, type Timers } from "../core/timers.js";
 import { RunEventBuffer } from "./run-event-buffer.js";
 
 /** Options for {@link EventHub}. */
 export interface EventHubOptions {
   /** How long a buffer is kept after its terminal event (default 15 minutes). */
   ttlMs?: number;
+  /** The timers the TTL runs on (default the process's, unref'd). */
+  timers?: Timers;
 }
 
 /** Seqs of attempt n start at (n − 1) × this, so a recovered attempt never reuses a seq a client saw. */
@@ -13,10 +16,12 @@ export const ATTEMPT_SEQ_STRIDE = 1_000_000_000;
 export class EventHub {
   readonly #buffers = new Map<string, RunEventBuffer>();
   readonly #ttlMs: number;
-  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #timers: Timers;
+  readonly #pending = new Set<TimerHandle>();
 
   constructor(options: EventHubOptions = {}) {
     this.#ttlMs = options.ttlMs ?? 15 * 60_000;
+    this.#timers = options.timers ?? systemTimers;
   }
 
   static #key(tenantId: string, runId: string): string {
@@ -49,18 +54,17 @@ export class EventHub {
   }
 
   #expireLater(key: string, buffer: RunEventBuffer): void {
-    const timer = setTimeout(() => {
-      this.#timers.delete(timer);
+    const timer = this.#timers.setTimeout(() => {
+      this.#pending.delete(timer);
       if (this.#buffers.get(key) === buffer) this.#buffers.delete(key);
     }, this.#ttlMs);
-    timer.unref();
-    this.#timers.add(timer);
+    this.#pending.add(timer);
   }
 
   /** Drops every buffer and timer. */
   clear(): void {
-    for (const timer of this.#timers) clearTimeout(timer);
-    this.#timers.clear();
+    for (const timer of this.#pending) this.#timers.clear(timer);
+    this.#pending.clear();
     this.#buffers.clear();
   }
 }

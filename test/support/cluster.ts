@@ -13,6 +13,7 @@ import pg from "pg";
 import type { RunEvent } from "../../src/core/index.js";
 import { readSseEvents } from "../../src/stream/index.js";
 import { dropTestSchema, newTestSchemaName, TEST_PG_URL } from "../../src/testing/postgres-test-database.js";
+import { eventually } from "./eventually.js";
 import { CLI, freePort, runCli } from "./server-process.js";
 
 export type NodeRole = "api" | "worker";
@@ -35,9 +36,13 @@ export interface ClusterNode {
   log(): string;
 }
 
-/** Fast leases and polls, so recovery and hand-over happen within a test's time. */
+/**
+ * Short leases and polls, so recovery and hand-over happen within a test's time; the lease is
+ * still long enough that a live worker starved of CPU on a loaded machine (heartbeat every
+ * third of it) keeps its runs: only a killed worker's runs are recovered.
+ */
 export const CLUSTER_BASE_ENV: Record<string, string> = {
-  TIDEMARK_LEASE_MS: "600",
+  TIDEMARK_LEASE_MS: "2000",
   TIDEMARK_POLL_MS: "200",
   // Four processes at once, beside the other test files, on one server's 100 connections.
   TIDEMARK_PG_POOL_SIZE: "4",
@@ -212,15 +217,16 @@ export class TestCluster {
     return owner === null ? -1 : this.workers.findIndex((worker) => worker.workerId === owner);
   }
 
-  /** Waits (bounded poll of the lease) until a worker of the cluster holds the run; its slot. */
-  async waitForHolder(runId: string, timeoutMs = 10_000): Promise<number> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const index = await this.workerIndexHolding(runId);
-      if (index >= 0) return index;
-      if (Date.now() > deadline) throw new Error(`no worker claimed ${runId} (lease owner ${await this.leaseOwner(runId)})`);
-      await pause(20);
-    }
+  /** Waits until a worker of the cluster holds the run (the lease is in the database); its slot. */
+  waitForHolder(runId: string, timeoutMs = 30_000): Promise<number> {
+    return eventually(
+      async () => {
+        const index = await this.workerIndexHolding(runId);
+        if (index < 0) throw new Error(`the lease owner is ${await this.leaseOwner(runId)}`);
+        return index;
+      },
+      { what: `a worker claiming ${runId}`, timeoutMs },
+    );
   }
 
   /** The run's traces (kind and parsed data), oldest first. */
@@ -273,10 +279,6 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   return cluster;
 }
 
-export function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /** A JSON call: GET without a body, POST with one (or `method`). */
 export async function call(base: string, path: string, body?: unknown, method?: string): Promise<{ status: number; body: any }> {
   const response = await fetch(`${base}${path}`, {
@@ -298,15 +300,16 @@ export async function startRun(base: string, content: string, extra: Record<stri
   return { threadId, runId: run.body.run_id as string, run: run.body };
 }
 
-/** Polls a run (an HTTP status, bounded) until `predicate` holds; the run. */
-export async function waitForRun(base: string, runId: string, predicate: (run: any) => boolean, timeoutMs = 20_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { body } = await call(base, `/v1/runs/${runId}`);
-    if (predicate(body)) return body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} stuck at ${JSON.stringify(body)}`);
-    await pause(50);
-  }
+/** The run (read over HTTP, from another process) once `predicate` holds for it. */
+export function waitForRun(base: string, runId: string, predicate: (run: any) => boolean, timeoutMs = 30_000): Promise<any> {
+  return eventually(
+    async () => {
+      const { body } = await call(base, `/v1/runs/${runId}`);
+      if (!predicate(body)) throw new Error(`run ${runId} is at ${JSON.stringify(body)}`);
+      return body;
+    },
+    { what: `run ${runId} reaching the awaited state`, timeoutMs },
+  );
 }
 
 export const TERMINAL_STATUSES = new Set(["completed", "cancelled", "failed"]);
