@@ -3,8 +3,8 @@ import type { ChatSession, ChatSnapshot, StreamNotice } from "../../src/client/i
 import { STOPPED_RESPONSE_NOTE } from "../../src/runtime/execute-run.js";
 import { createDemoModel, type ChatModel, type ModelRequest } from "../../src/runtime/index.js";
 
-/** Resolves with the first snapshot for which `predicate` holds (the current one included). */
-export function waitForSnapshot(session: ChatSession, predicate: (snapshot: ChatSnapshot) => boolean, timeoutMs = 10_000): Promise<ChatSnapshot> {
+/** Resolves with the first snapshot for which `predicate` holds (the current one included); `timeoutMs` only guards a hang. */
+export function waitForSnapshot(session: ChatSession, predicate: (snapshot: ChatSnapshot) => boolean, timeoutMs = 30_000): Promise<ChatSnapshot> {
   return new Promise((resolve, reject) => {
     if (predicate(session.getSnapshot())) return resolve(session.getSnapshot());
     const timer = setTimeout(() => {
