@@ -67,8 +67,11 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
     stop: new RunStop(scope),
     discarded: { llmCalls: 0, streamChars: 0, outputTokens: 0, inputTokens: 0, isEstimated: true },
   };
-  // Registered before the claim, so a cancel that lands while claiming still aborts it.
-  context.active.set(key, execution);
+  // Registered before the claim, so a cancel that lands while claiming still aborts it. Two
+  // launches of one run can meet here (the run's create launches it while a worker's batch claim
+  // takes it): the one that holds the claim owns the key, and a launch still claiming never
+  // takes it from an execution already registered.
+  if (isClaimed || !context.active.has(key)) context.active.set(key, execution);
   let isSettled = false;
   const task = (async () => {
     try {
@@ -82,6 +85,7 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
             now: clock.now(),
           });
       if (!claimed) return;
+      context.active.set(key, execution);
       emit({ type: "run.started", run_id: run.runId, thread_id: run.threadId, attempt: claimed.attempt, status: claimed.status });
       execution.run = claimed;
       const outcome = await executeRun(execution);
@@ -93,8 +97,11 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
       if (!isSettled) await store.releaseLease(run.tenantId, run.runId, context.workerId).catch(() => undefined);
       throw error;
     } finally {
-      context.active.delete(key);
-      context.disconnectWatch.forget(run.tenantId, run.runId);
+      // Only its own registration: a launch that lost the claim leaves the winner's in place.
+      if (context.active.get(key) === execution) {
+        context.active.delete(key);
+        context.disconnectWatch.forget(run.tenantId, run.runId);
+      }
       scope.dispose();
       context.onRunSettled?.();
       if (!context.isClosed()) runInBackground(logger, "admit next run", () => context.admitNext(run.tenantId, run.threadId));

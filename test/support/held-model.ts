@@ -26,6 +26,8 @@ export function createHeldModel() {
         notify();
         try {
           await new Promise<void>((resolve, reject) => {
+            // As a provider does: a request whose signal is already aborted never starts (no abort event would come).
+            if (options.signal.aborted) return reject(options.signal.reason);
             options.signal.addEventListener("abort", () => reject(options.signal.reason), { once: true });
             void held.then(resolve);
           });
