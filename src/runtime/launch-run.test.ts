@@ -23,6 +23,9 @@ describe("launchRun, two launches of one run", () => {
       get: (_target, name) => (name === "claimRun" ? () => claim : name === "releaseLease" ? async () => true : () => new Promise(() => {})),
     });
     const active = new Map<string, RunExecution>();
+    // Only the launch that lost the claim ends: the winner waits on the store for ever.
+    let markLoserEnded: () => void = () => {};
+    const loserEnded = new Promise<void>((resolve) => (markLoserEnded = resolve));
     const context: LaunchRunContext = {
       store,
       model: { id: "demo", stream: () => (async function* () {})() } as ChatModel,
@@ -41,30 +44,31 @@ describe("launchRun, two launches of one run", () => {
       cancelRun: async () => {},
       awaitApproval: async () => "rejected",
       admitNext: async () => {},
+      onRunSettled: () => markLoserEnded(),
     };
-    return { context, active, settleClaim };
+    return { context, active, settleClaim, loserEnded };
   }
 
   it("the create's launch claims, then the batch claim's execution takes the key; the loser leaves it", async () => {
-    const { context, active, settleClaim } = setUp();
+    const { context, active, settleClaim, loserEnded } = setUp();
     launchRun(context, run);
     launchRun(context, { ...run, status: "running" }, true);
     const winner = active.get(key)!;
     settleClaim(undefined);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await loserEnded;
     expect(active.get(key)).toBe(winner);
     winner.stop.apply({ type: "stop_recorded", reason: "thread_terminated" });
     expect(winner.scope.signal.aborted).toBe(true);
   });
 
   it("the batch claim's execution is registered first; a later launch that loses the claim never takes its key", async () => {
-    const { context, active, settleClaim } = setUp();
+    const { context, active, settleClaim, loserEnded } = setUp();
     launchRun(context, { ...run, status: "running" }, true);
     const winner = active.get(key)!;
     launchRun(context, run);
     expect(active.get(key)).toBe(winner);
     settleClaim(undefined);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await loserEnded;
     expect(active.get(key)).toBe(winner);
   });
 });
