@@ -5,21 +5,11 @@
  * the split between runtime and server: the server writes no transition of its own (every one
  * goes through the runtime, with its clock), and the runtime builds no HTTP URL.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { productFiles, SRC } from "./support/product-files.js";
 
-const SRC = fileURLToPath(new URL("../src/", import.meta.url));
-
-/** Every product file of `src` (tests are not part of the graph), by its path relative to `src`. */
-function productFiles(directory = SRC): string[] {
-  return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(directory, entry.name);
-    if (entry.isDirectory()) return productFiles(path);
-    return /\.tsx?$/.test(entry.name) && !/\.test\.tsx?$/.test(entry.name) ? [relative(SRC, path)] : [];
-  });
-}
 
 /** The module specifiers a file names: `import … from`, `export … from`, `import(…)`, type-only ones too. */
 function specifiers(source: string): string[] {

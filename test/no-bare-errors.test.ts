@@ -4,21 +4,11 @@
  * error), and a programmer's assertion is a named InvariantError. Checked on every `npm test`,
  * like the layering.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { productFiles, SRC } from "./support/product-files.js";
 
-const SRC = fileURLToPath(new URL("../src/", import.meta.url));
-
-/** Every product file of `src` (tests excluded), relative to `src`. */
-function productFiles(directory = SRC): string[] {
-  return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(directory, entry.name);
-    if (entry.isDirectory()) return productFiles(path);
-    return /\.tsx?$/.test(entry.name) && !/\.test\.tsx?$/.test(entry.name) ? [relative(SRC, path)] : [];
-  });
-}
 
 describe("errors in src", () => {
   it("throws no bare Error: every throw names its class", () => {
