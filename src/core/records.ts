@@ -101,6 +101,8 @@ export interface MessageRecord {
   /** A tool message: the call it answers. */
   toolCallId: string | null;
   toolName: string | null;
+  /** A labelled block (e.g. one subtask's finished section of a plan): its label; null for a plain message. */
+  label: string | null;
   createdAt: number;
 }
 
@@ -191,6 +193,10 @@ export interface RunRecord {
   /** Hash of the create request, so a reused key with another body is refused. */
   requestHash: string;
   model: string;
+  /** The agent that executes the run (DESIGN §11; default `chat`). */
+  agent: string;
+  /** The run's agent config as JSON text, validated by the agent's schema; null for none. */
+  config: string | null;
   onDisconnect: "continue" | "cancel";
   recoveryPolicy: RecoveryPolicy;
   /** The thread version after this run's last committed transition. */
@@ -213,6 +219,45 @@ export interface RunRecord {
   createdAt: number;
   startedAt: number | null;
   endedAt: number | null;
+}
+
+/** Where a step of a run is in its life (DESIGN §11); `completed`, `failed` and `cancelled` are terminal. */
+export type StepStatus = "not_started" | "in_progress" | "children_in_progress" | "completed" | "failed" | "cancelled";
+
+/** The terminal step statuses: a step never leaves one. */
+export const TERMINAL_STEP_STATUSES: readonly StepStatus[] = ["completed", "failed", "cancelled"];
+
+/**
+ * One step of a run's plan (DESIGN §11). Its status is the executor's bookkeeping; its completion is
+ * durable only through `checkpointId`: the publication or the `step_completed` checkpoint that
+ * recorded the step's own work, in one transaction with `result` / `messageId`.
+ */
+export interface RunStepRecord {
+  tenantId: string;
+  runId: string;
+  threadId: string;
+  stepId: string;
+  /** 0-based order of registration within the run, for a stable listing. */
+  ordinal: number;
+  /** The step that added this one while it ran (e.g. a model step its tool calls), if any. */
+  parentStepId: string | null;
+  title: string | null;
+  dependsOn: string[];
+  status: StepStatus;
+  /** Hash of the step's declared input: a Continue reuses a completed step only for the same input. */
+  inputHash: string | null;
+  startedAt: number | null;
+  endedAt: number | null;
+  /** The checkpoint that made the step's own work durable; null until then. */
+  checkpointId: string | null;
+  /** The message the step published as its result, if it published one (by reference). */
+  messageId: string | null;
+  /** The step's result as JSON text, for a step that completed without publishing a message. */
+  result: string | null;
+  /** Set when a Continue carried this step's result over from an earlier run instead of running it. */
+  reusedFromRunId: string | null;
+  /** A failed or cancelled step's reason, short and safe to show. */
+  error: string | null;
 }
 
 /** One recorded status change of a run, for `tidemark check` (invariant 6). */

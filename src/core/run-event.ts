@@ -1,4 +1,4 @@
-import type { CheckpointKind, MessageRole, OperationPhase, ToolEffect } from "./records.js";
+import type { CheckpointKind, MessageRole, OperationPhase, StepStatus, ToolEffect } from "./records.js";
 import type { FailureReason, RunStatus } from "./run-status.js";
 import type { StatsView } from "./stats-view.js";
 
@@ -29,7 +29,17 @@ export type RunEvent = EventBase &
     | { type: "run.interrupted"; op_id: string; tool: string; idempotency_key: string; preview: unknown }
     | { type: "run.resumed"; op_id: string; decision: "approved" | "rejected" }
     | { type: "run.cancel_requested"; reason: string; accepted_state_version: number; resume_checkpoint_id: string }
-    | { type: "run.cancelling"; active_operation: string }
+    | { type: "run.cancelling"; active_operation: string | null; steps?: string[] }
+    | {
+        type: "step.updated";
+        step_id: string;
+        status: StepStatus;
+        depends_on: string[];
+        title: string | null;
+        parent_step_id: string | null;
+        checkpoint_id: string | null;
+        reused: boolean;
+      }
     | {
         type: "run.cancelled";
         reason: string;

@@ -18,6 +18,8 @@ import type {
   RunInput,
   RunRecord,
   RunStatus,
+  RunStepRecord,
+  StepStatus,
   RunTransitionRecord,
   ThreadRecord,
   TraceRecord,
@@ -127,6 +129,10 @@ export interface CreateRunInput {
   idempotencyKey: string | null;
   requestHash: string;
   model: string;
+  /** The agent that executes the run (default `chat`). */
+  agent?: string;
+  /** The agent's config as JSON text, already validated; null or absent for none. */
+  config?: string | null;
   onDisconnect: "continue" | "cancel";
   recoveryPolicy: RecoveryPolicy;
   /** Enforced when given: the thread must be at exactly this version. */
@@ -192,6 +198,14 @@ export interface PublishMessageInput {
   toolCallId?: string;
   toolName?: string;
   completedStepId: string;
+  /** A labelled block: the label shown with it (e.g. a plan subtask's title). */
+  label?: string;
+  /**
+   * Also record this publication as the completed work of step `completedStepId` in the run's
+   * `run_steps` row (checkpoint and message id), in the same transaction; the row is created if the
+   * step journal has not written it yet.
+   */
+  recordsStep?: boolean;
   /** Counts caused by this step, added to the run and the thread in the same transaction. */
   stats: Partial<UsageStats>;
   /** Also complete the run in the same transaction (the last step of a run). */
@@ -246,6 +260,50 @@ export interface FinishRunInput {
   attempt?: number;
   now: number;
 }
+
+/** A change to one step's bookkeeping row (not a thread transition: no version moves). */
+export interface StepUpdate {
+  stepId: string;
+  status: StepStatus;
+  /** Written when the row is created; later updates may omit them. */
+  ordinal?: number;
+  parentStepId?: string | null;
+  title?: string | null;
+  dependsOn?: string[];
+  inputHash?: string | null;
+  startedAt?: number | null;
+  endedAt?: number | null;
+  error?: string | null;
+  /** A step a Continue carried over: its earlier run and durable record, copied by reference. */
+  reusedFromRunId?: string | null;
+  checkpointId?: string | null;
+  messageId?: string | null;
+  result?: string | null;
+}
+
+export interface SaveStepsInput {
+  tenantId: string;
+  runId: string;
+  steps: readonly StepUpdate[];
+}
+
+/** A step's own work done without a message: its result, with a `step_completed` checkpoint. */
+export interface CompleteStepInput {
+  tenantId: string;
+  runId: string;
+  stepId: string;
+  checkpointId: string;
+  /** The step's result as JSON text. */
+  result: string;
+  /** Fencing: only while the run is `running` in this attempt (like a publication). */
+  attempt?: number;
+  now: number;
+}
+
+export type CompleteStepResult =
+  | { kind: "completed"; checkpoint: CheckpointRecord; thread: ThreadRecord; step: RunStepRecord }
+  /** The run is no longer running (a cancel won the race, or it is terminal): nothing was written. */
+  | { kind: "rejected"; run: RunRecord | undefined };
 
 export interface TransitionRunInput {
   tenantId: string;
@@ -448,8 +506,19 @@ export interface Store {
   saveFragment(input: SaveFragmentInput, options?: CallOptions): Promise<SaveFragmentResult>;
   /** Marks a fragment deleted, as a transition. */
   deleteMessage(input: DeleteMessageInput, options?: CallOptions): Promise<DeleteMessageResult>;
-  /** The terminal write: status, the run's own counts, the thread's counts, in one transaction. */
+  /**
+   * The terminal write: status, the run's own counts, the thread's counts, in one transaction; a
+   * step still not terminal then ends too (`cancelled`, or `failed` for a run that failed while
+   * it was in progress), so a terminal run never shows unfinished steps.
+   */
   finishRun(input: FinishRunInput, options?: CallOptions): Promise<RunRecord | undefined>;
+
+  /** Upserts steps' bookkeeping rows in one transaction; a row in a terminal status keeps it. */
+  saveSteps(input: SaveStepsInput, options?: CallOptions): Promise<void>;
+  /** Records a step's result with its `step_completed` checkpoint, as a transition (version + 1). */
+  completeStep(input: CompleteStepInput, options?: CallOptions): Promise<CompleteStepResult>;
+  /** A run's steps in registration order. */
+  listRunSteps(tenantId: string, runId: string, options?: CallOptions): Promise<RunStepRecord[]>;
 
   /** Gives up `owner`'s lease on a run it can no longer drive, so recovery takes it over now. */
   releaseLease(tenantId: string, runId: string, owner: string, options?: CallOptions): Promise<void>;
