@@ -25,4 +25,18 @@ export type { ProviderCancelOptions, OpenAICompatibleModelOptions, AISDKModelOpt
 export { createApp, startServer, createServerMetrics, parseApiKeys } from "./server/index.js";
 export { checkStore, formatCheckReport } from "./check/index.js";
 export { defineTool, createDemoTools, createDemoOutbox } from "./tools/index.js";
+export { defineAgent, AgentDefinitionError, createChatAgent, createResearchAgent } from "./agents/index.js";
+export type {
+  Agent,
+  AgentDefinition,
+  AgentRunContext,
+  AgentStep,
+  AgentTool,
+  PublishedStep,
+  StepGeneration,
+  StepRunContext,
+  StepToolOutcome,
+  ChatAgentOptions,
+  ResearchConfig,
+} from "./agents/index.js";
 export type { Tool, ReadTool, ConsequentialTool, ToolContext, ToolEffect } from "./tools/index.js";

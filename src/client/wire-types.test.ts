@@ -3,8 +3,8 @@
  * (`tsc` type-checks tests), so a field renamed on one side fails the build.
  */
 import { describe, expectTypeOf, it } from "vitest";
-import type { checkpointView, historyMarkers, messageView, operationView, runView, statsView, threadView } from "../server/wire.js";
-import type { CheckpointView, HistoryMarker, MessageView, OperationView, RunView, StatsView, ThreadView } from "./wire-types.js";
+import type { agentView, checkpointView, historyMarkers, messageView, operationView, runView, statsView, stepView, threadView } from "../server/wire.js";
+import type { AgentView, CheckpointView, HistoryMarker, MessageView, OperationView, RunView, StatsView, StepView, ThreadView } from "./wire-types.js";
 
 describe("the client's wire types", () => {
   it("are what the server sends", () => {
@@ -19,5 +19,8 @@ describe("the client's wire types", () => {
     expectTypeOf<ReturnType<typeof operationView>>().toExtend<OperationView>();
     expectTypeOf<OperationView>().toExtend<ReturnType<typeof operationView>>();
     expectTypeOf<ReturnType<typeof historyMarkers>[number]>().toExtend<HistoryMarker>();
+    expectTypeOf<ReturnType<typeof stepView>>().toExtend<StepView>();
+    expectTypeOf<StepView>().toExtend<ReturnType<typeof stepView>>();
+    expectTypeOf<ReturnType<typeof agentView>>().toExtend<AgentView>();
   });
 });

@@ -40,6 +40,10 @@ export interface RunView {
   state_version: number;
   attempt: number;
   model: string;
+  /** The agent executing the run (`GET /v1/agents`). */
+  agent: string;
+  /** The run's config as its agent's schema parsed it; null for none. */
+  config: unknown;
   base_checkpoint_id: string;
   input_message_id: string | null;
   cancel_requested_at: string | null;
@@ -83,8 +87,44 @@ export interface MessageView {
   tool_calls: { tool_call_id: string; tool_name: string; input: string }[] | null;
   tool_call_id: string | null;
   tool_name: string | null;
+  /** A labelled block's label (one plan subtask's finished section); null for a plain message. */
+  label: string | null;
   position: number;
   created_at: string;
+}
+
+/** Where a step of a run's plan is (DESIGN §11); the last three are terminal. */
+export type StepStatusView = "not_started" | "in_progress" | "children_in_progress" | "completed" | "failed" | "cancelled";
+
+/** One step of `GET /v1/runs/{id}/steps`. */
+export interface StepView {
+  step_id: string;
+  status: StepStatusView;
+  depends_on: string[];
+  parent_step_id: string | null;
+  title: string | null;
+  started_at: string | null;
+  ended_at: string | null;
+  checkpoint_id: string | null;
+  message_id: string | null;
+  result: unknown;
+  /** Set when a Continue reused this step's result instead of running it again. */
+  reused_from_run_id: string | null;
+  error: string | null;
+}
+
+/** `GET /v1/runs/{id}/steps`. */
+export interface RunStepsView {
+  run_id: string;
+  status: RunStatus;
+  steps: StepView[];
+}
+
+/** One agent of `GET /v1/agents`. */
+export interface AgentView {
+  name: string;
+  description: string | null;
+  config_schema: Record<string, unknown>;
 }
 
 /** The reply to `DELETE /v1/threads/{id}/messages/{message_id}`. */

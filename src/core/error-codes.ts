@@ -40,6 +40,8 @@ export const ERROR_CODES = {
     status: 422,
     meaning: "last_seq is outside the run's stream, or no delta of the message was streamed at or before it.",
   },
+  agent_not_found: { status: 404, meaning: "No agent of that name is deployed (GET /v1/agents lists them)." },
+  invalid_config: { status: 400, meaning: "The run's config does not match its agent's config schema; `issues` says where." },
   malformed_request: { status: 400, meaning: "The request is not valid HTTP (the server could not parse it)." },
   request_timeout: { status: 408, meaning: "The request was not received in time." },
   payload_too_large: { status: 413, meaning: "The body exceeds the size limit." },

@@ -4,7 +4,7 @@ import type { AcceptedCancelRecord, Store } from "../store/index.js";
 import { emitTerminal } from "./execute-run.js";
 import type { Logger } from "../core/logger.js";
 import type { PendingCancels } from "./pending-cancels.js";
-import type { RunExecution } from "./run-execution.js";
+import { pendingStepOf, type RunExecution } from "./run-execution.js";
 import { runKey } from "./run-key.js";
 import type { RuntimeObserver } from "./runtime-observer.js";
 
@@ -38,7 +38,7 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
   const { store, clock } = context;
   const key = runKey(tenantId, runId);
   const execution = context.active.get(key);
-  const pendingStep = execution?.activeStep ?? null;
+  const pendingStep = pendingStepOf(execution);
   // Where the run executes here, the work stops at once and the cancel is recorded after: nothing
   // a client can see (the reply, the events, the status) comes before the store accepted it, and
   // the executor settles only once the stop is decided (decision 005). Elsewhere the store
@@ -166,6 +166,9 @@ export async function announceCancel(
   });
   emit({ type: "checkpoint.saved", run_id: run.runId, checkpoint_id: accepted.checkpointId, state_version: accepted.stateVersion, kind: accepted.kind });
   const operation = execution?.activeOperation;
+  // The steps still finishing when the cancel landed (each heard it; the run ends once all settled).
+  const steps = execution?.steps?.inProgress() ?? [];
+  if (operation?.phase !== "committing" && steps.length > 0) emit({ type: "run.cancelling", run_id: run.runId, active_operation: null, steps });
   if (operation?.phase === "committing") {
     const cancelling = await store.transitionRun({
       tenantId: run.tenantId,
@@ -176,7 +179,7 @@ export async function announceCancel(
       activeOperation: operation.opId,
       now: clock.now(),
     });
-    if (cancelling) emit({ type: "run.cancelling", run_id: run.runId, active_operation: `${operation.toolName} (${operation.opId})` });
+    if (cancelling) emit({ type: "run.cancelling", run_id: run.runId, active_operation: `${operation.toolName} (${operation.opId})`, steps });
   }
 }
 

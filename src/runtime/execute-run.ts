@@ -1,5 +1,6 @@
 import {
   decideSettle,
+  type CheckpointRecord,
   endingOf,
   type ExternalEffect,
   type MessageToolCall,
@@ -12,11 +13,13 @@ import {
 } from "../core/index.js";
 import { CANCELLED_BEFORE_EXECUTION } from "./model-context.js";
 import type { ModelMessage } from "../core/model.js";
-import { buildModelContext, createChatProgram, ModelFailedError, PublicationRejectedError } from "./chat-program.js";
+import { buildModelContext } from "./model-context.js";
+import { ModelFailedError } from "./model-failed-error.js";
+import { PublicationRejectedError } from "./publication-rejected-error.js";
 import { ModelError } from "../core/model-error.js";
 import { confirmUnknownOperations } from "./operation-confirmation.js";
-import { runPlan } from "./plan.js";
-import type { RunExecution } from "./run-execution.js";
+import { runAgent, stoppedAt } from "./run-agent.js";
+import { pendingStepOf, type RunExecution } from "./run-execution.js";
 
 /** How a run's execution ended, for the caller's metrics. */
 export type ExecutionOutcome = "completed" | "cancelled" | "failed" | "handed_back" | "superseded";
@@ -27,17 +30,18 @@ export type ExecutionOutcome = "completed" | "cancelled" | "failed" | "handed_ba
  * cancel can never publish, and a cancel is reported only once the work has stopped.
  */
 export async function executeRun(execution: RunExecution): Promise<ExecutionOutcome> {
-  const { run, store, scope } = execution;
+  const { run, store } = execution;
   let planError: unknown;
   try {
     // A later attempt follows a lost one, which may have left an action's outcome unknown: ask the
     // tools first, so the model is told what happened (a new run did so when it was created).
     if (run.attempt > 1) await confirmUnknownOperations(execution, run.tenantId, run.threadId);
-    const messages = await store.listMessages(run.tenantId, run.threadId);
+    const history = await store.listMessages(run.tenantId, run.threadId);
     const operations = await store.listOperations(run.tenantId, run.threadId);
-    const context = buildModelContext(messages, { outcomeFor: outcomeFromLedger(operations) });
-    await noteStoppedResponse(execution, context);
-    const result = await runPlan(createChatProgram(execution, context), { scope, concurrency: 4 });
+    const checkpoints = new Map((await store.listCheckpoints(run.tenantId, run.threadId)).map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
+    const context = buildModelContext(history, { outcomeFor: outcomeFromLedger(operations) });
+    noteStoppedResponse(execution, context, checkpoints);
+    const result = await runAgent(execution, { history, context, checkpoints });
     planError = result.error;
   } catch (error) {
     planError = error;
@@ -126,7 +130,7 @@ async function finishCancelled(execution: RunExecution, current: RunRecord): Pro
       tokensEstimated: discarded.tokensEstimated ?? false,
     },
     // Where the cancel was accepted by a process that does not execute the run, only this one knows the step.
-    pendingStep: execution.activeStep,
+    pendingStep: pendingStepOf(execution),
     now: clock.now(),
   });
   if (discarded.discardedStreamChars) {
@@ -199,20 +203,7 @@ export function logRunFailure(logger: RunExecution["logger"], run: RunRecord, ca
 
 /** The counts of generation that was started and not published. */
 function discardedStats(execution: RunExecution): Partial<UsageStats> {
-  const { discarded } = execution;
-  if (discarded.llmCalls === 0) return {};
-  // The provider's own figure when it sent one before the stop, else an estimate, flagged.
-  const isEstimated = discarded.outputTokens > 0 ? discarded.isEstimated : true;
-  const outputTokens = discarded.outputTokens || Math.ceil(discarded.streamChars / 4);
-  return {
-    llmCallCount: discarded.llmCalls,
-    inputTokens: discarded.inputTokens,
-    outputTokens,
-    tokensEstimated: isEstimated,
-    discardedGenerationCount: 1,
-    discardedStreamChars: discarded.streamChars,
-    discardedOutputTokens: outputTokens,
-  };
+  return execution.generations.discardedStats();
 }
 
 /** Emits the terminal event matching `run`'s terminal status. */
@@ -247,16 +238,11 @@ export function emitTerminal(
 export const STOPPED_RESPONSE_NOTE =
   "The user stopped your previous response before it finished; what you had written was discarded. Answer the next message afresh.";
 
-async function noteStoppedResponse(execution: RunExecution, context: ModelMessage[]): Promise<void> {
-  const { run, store } = execution;
-  const checkpoints = new Map((await store.listCheckpoints(run.tenantId, run.threadId)).map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
+function noteStoppedResponse(execution: RunExecution, context: ModelMessage[], checkpoints: ReadonlyMap<string, CheckpointRecord>): void {
   // A fragment saved or deleted after the Stop, or a branch made from it, does not change what the model must be told.
-  let base = checkpoints.get(run.baseCheckpointId);
-  while (base && (base.kind === "fragment_saved" || base.kind === "message_deleted" || base.kind === "fork_created") && base.parentCheckpointId) {
-    base = checkpoints.get(base.parentCheckpointId);
-  }
+  const base = stoppedAt(checkpoints, execution.run.baseCheckpointId);
   // Only a cancel that caught a step in progress interrupted a response (not one of a run that never started).
-  if (base?.kind !== "cancel_accepted" || base.pendingStep === null) return;
+  if (!base || base.pendingStep === null) return;
   const inputAt = context.findLastIndex((message) => message.role === "user");
   // The discarded text itself is never glued on: it was never kept.
   context.splice(inputAt < 0 ? context.length : inputAt, 0, { role: "system", content: STOPPED_RESPONSE_NOTE });

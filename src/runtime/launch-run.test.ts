@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { systemClock, type RunRecord } from "../core/index.js";
 import type { ChatModel } from "../core/model.js";
 import type { Store } from "../store/index.js";
+import { AgentRegistry } from "../agents/agent-registry.js";
+import { builtInAgents } from "../agents/built-in-agents.js";
 import { launchRun, type LaunchRunContext } from "./launch-run.js";
 import type { RunExecution } from "./run-execution.js";
 import { runKey } from "./run-key.js";
@@ -34,6 +36,8 @@ describe("launchRun, two launches of one run", () => {
       leaseMs: 30_000,
       workerId: "wrk_1",
       tools: new Map(),
+      toolDefinitions: [],
+      agents: new AgentRegistry(builtInAgents()),
       observer: {},
       active,
       executions: new Set(),

@@ -6,7 +6,10 @@ import { CancelScope } from "./cancel-scope.js";
 import type { DisconnectWatch } from "./disconnect-watch.js";
 import { executeRun, type ExecutionOutcome } from "./execute-run.js";
 import type { Logger } from "../core/logger.js";
-import type { ChatModel } from "../core/model.js";
+import type { ChatModel, ModelToolDefinition } from "../core/model.js";
+import type { AgentRegistry } from "../agents/agent-registry.js";
+import { undeployedAgent } from "../agents/undeployed-agent.js";
+import { GenerationMeters } from "./generation-meter.js";
 import type { RunExecution } from "./run-execution.js";
 import { runKey } from "./run-key.js";
 import { RunStop } from "./run-stop.js";
@@ -21,6 +24,8 @@ export interface LaunchRunContext {
   leaseMs: number;
   workerId: string;
   tools: ReadonlyMap<string, Tool>;
+  toolDefinitions: readonly ModelToolDefinition[];
+  agents: AgentRegistry;
   observer: RuntimeObserver;
   /** Runs being executed by this process, by {@link runKey}. */
   active: Map<string, RunExecution>;
@@ -60,12 +65,16 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
     requestCancel: async (reason) => {
       await context.cancelRun(run.tenantId, run.runId, reason);
     },
-    activeStep: null,
+    agent: context.agents.get(run.agent) ?? undeployedAgent(run.agent),
+    config: run.config ? (JSON.parse(run.config) as unknown) : {},
+    activeSteps: new Map(),
+    steps: undefined,
     tools: context.tools,
+    toolDefinitions: context.toolDefinitions,
     activeOperation: null,
     awaitApproval: (operation, signal) => context.awaitApproval(execution, operation, signal),
     stop: new RunStop(scope),
-    discarded: { llmCalls: 0, streamChars: 0, outputTokens: 0, inputTokens: 0, isEstimated: true },
+    generations: new GenerationMeters(),
   };
   // Registered before the claim, so a cancel that lands while claiming still aborts it. Two
   // launches of one run can meet here (the run's create launches it while a worker's batch claim

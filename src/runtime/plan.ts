@@ -19,11 +19,12 @@
  * );
  */
 import type { CancelScope } from "./cancel-scope.js";
+import type { StepStatus } from "../core/records.js";
 import { InvariantError } from "../core/errors/invariant-error.js";
 import { PlanDefinitionError } from "./plan-definition-error.js";
 
 /** Where a step is in its life; `completed`, `failed` and `cancelled` are terminal (sticky). */
-export type StepStatus = "not_started" | "in_progress" | "children_in_progress" | "completed" | "failed" | "cancelled";
+export type { StepStatus } from "../core/records.js";
 
 /** What a running step receives. */
 export interface StepContext {

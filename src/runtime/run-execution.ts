@@ -4,16 +4,10 @@ import type { Store } from "../store/index.js";
 import type { CancelScope } from "./cancel-scope.js";
 import type { RunStop } from "./run-stop.js";
 import type { Logger } from "../core/logger.js";
-import type { ChatModel } from "../core/model.js";
-
-/** Generation that was started and then not published (cancelled or failed mid-stream). */
-export interface DiscardedGeneration {
-  llmCalls: number;
-  streamChars: number;
-  outputTokens: number;
-  inputTokens: number;
-  isEstimated: boolean;
-}
+import type { ChatModel, ModelToolDefinition } from "../core/model.js";
+import type { Agent } from "../agents/define-agent.js";
+import type { GenerationMeters } from "./generation-meter.js";
+import type { StepJournal } from "./step-journal.js";
 
 /** One run being executed in this process: what its steps and its cancel path share. */
 export interface RunExecution {
@@ -30,17 +24,32 @@ export interface RunExecution {
   requestCancel(reason: string): Promise<void>;
   /** Records a trace entry in the background. */
   trace(kind: string, data: Record<string, unknown>): void;
-  /** The step in progress, so an accepted cancel can name it in its checkpoint. */
-  activeStep: PendingStep | null;
+  /** The agent that executes the run, and its parsed config. */
+  readonly agent: Agent;
+  readonly config: unknown;
+  /** The steps in progress that an accepted cancel can name in its checkpoint (model or tool work). */
+  readonly activeSteps: Map<string, PendingStep>;
+  /** The run's steps as the executor moves them; set once the agent's plan starts. */
+  steps: StepJournal | undefined;
   /** The tools the model may call, by name. */
   readonly tools: ReadonlyMap<string, Tool>;
+  /** The same tools as the model is offered them. */
+  readonly toolDefinitions: readonly ModelToolDefinition[];
   /** The consequential operation in progress, so a cancel can say what is still finishing. */
   activeOperation: { opId: string; toolName: string; phase: "prepared" | "awaiting_approval" | "committing" } | null;
   /** Pauses the run (`interrupted`) until the user approves or rejects `operation`; rejects on Stop. */
   awaitApproval(operation: OperationRecord, signal: AbortSignal): Promise<"approved" | "rejected">;
   /** The run's stop: written by the cancel path, the cluster worker and a drain; read when settling. */
   readonly stop: RunStop;
-  readonly discarded: DiscardedGeneration;
+  /** Generations started and not kept: what a Stop discarded. */
+  readonly generations: GenerationMeters;
+}
+
+/** The step a cancel caught, for its checkpoint: the first still in progress, if any. */
+export function pendingStepOf(execution: RunExecution | undefined): PendingStep | null {
+  if (!execution) return null;
+  for (const step of execution.activeSteps.values()) return step;
+  return null;
 }
 
 /** A trace record for `run`. */

@@ -1,6 +1,7 @@
 import { createId, type Clock, type OperationRecord, type RunRecord } from "../core/index.js";
 import type { Logger } from "../core/logger.js";
-import type { ChatModel } from "../core/model.js";
+import type { ChatModel, ModelToolDefinition } from "../core/model.js";
+import type { AgentRegistry } from "../agents/agent-registry.js";
 import type { Store } from "../store/index.js";
 import type { Tool } from "../tools/tool.js";
 import type { Cluster } from "./cluster.js";
@@ -20,6 +21,10 @@ export interface RunSchedulerPorts {
   logger: Logger;
   journal: RunJournal;
   tools: ReadonlyMap<string, Tool>;
+  /** The same tools as the model is offered them. */
+  toolDefinitions: readonly ModelToolDefinition[];
+  /** The deployed agents a run names. */
+  agents: AgentRegistry;
   observer: RuntimeObserver;
   disconnectWatch: DisconnectWatch;
   leaseMs: number;

@@ -3,6 +3,10 @@ import type { Cluster } from "./cluster.js";
 import type { DeleteMessageResult, ForkThreadResult, Store } from "../store/index.js";
 import { EventHub, type RunEventBuffer } from "../stream/index.js";
 import type { Tool } from "../tools/tool.js";
+import { z } from "zod";
+import { AgentRegistry } from "../agents/agent-registry.js";
+import { withBuiltInAgents } from "../agents/built-in-agents.js";
+import type { Agent } from "../agents/define-agent.js";
 import { Approvals } from "./approvals.js";
 import { runInBackground } from "./background.js";
 import { cancelRun, terminateThread, type CancelRunContext, type CancelRunResult } from "./cancel-run.js";
@@ -50,6 +54,11 @@ export interface RuntimeOptions {
   disconnectGraceMs?: number;
   /** The tools the model may call. */
   tools?: readonly Tool[];
+  /**
+   * The agents runs may name (DESIGN §11), besides the built-in `chat` (the default) and
+   * `research`; one with a built-in's name replaces it.
+   */
+  agents?: readonly Agent[];
   observer?: RuntimeObserver;
   /** What this process does (default `all`). `api` and `worker` need a cluster. */
   role?: RuntimeRole;
@@ -80,6 +89,8 @@ export class Runtime {
   readonly store: Store;
   readonly model: ChatModel;
   readonly workerId: string;
+  /** The deployed agents. */
+  readonly agents: AgentRegistry;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #leaseMs: number;
@@ -112,6 +123,12 @@ export class Runtime {
     const cluster = (this.#cluster = options.cluster);
     if (this.#role !== "all" && !cluster) throw new ConfigurationError(`The ${this.#role} role needs a cluster (PostgreSQL).`, { setting: "role" });
     const tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]));
+    const toolDefinitions = [...tools.values()].map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: z.toJSONSchema(tool.input) as Record<string, unknown>,
+    }));
+    const agents = (this.agents = new AgentRegistry(withBuiltInAgents(options.agents)));
     const pendingCancels = new PendingCancels();
     const cancel = (tenantId: string, runId: string, reason: string): Promise<CancelRunResult> => cancelRun(this.#cancel, tenantId, runId, reason);
 
@@ -137,6 +154,8 @@ export class Runtime {
       logger,
       journal,
       tools,
+      toolDefinitions,
+      agents,
       observer,
       disconnectWatch,
       leaseMs,
@@ -165,6 +184,7 @@ export class Runtime {
     this.#start = {
       store,
       model,
+      agents,
       clock,
       hub,
       recoveryPolicy: options.recoveryPolicy ?? "fail",

@@ -16,6 +16,8 @@ import type { DisconnectWatch } from "./disconnect-watch.js";
 import type { ChatModel } from "../core/model.js";
 import type { PendingCancels } from "./pending-cancels.js";
 import { conflictDetails } from "./run-errors.js";
+import type { AgentRegistry } from "../agents/agent-registry.js";
+import { stoppedAt } from "./run-agent.js";
 
 /** A request to start a run. */
 export interface StartRunRequest {
@@ -35,12 +37,17 @@ export interface StartRunRequest {
   multitask?: "reject" | "interrupt" | "enqueue";
   /** Continue from this checkpoint; it must be the thread's head. */
   resumeFromCheckpointId?: string;
+  /** The agent to run (default `chat`; a Continue without one keeps the stopped run's agent). */
+  agent?: string;
+  /** The agent's config, validated by its schema (a Continue without one keeps the stopped run's). */
+  config?: unknown;
 }
 
 /** What starting a run needs from the runtime. */
 export interface StartRunContext {
   store: Store;
   model: ChatModel;
+  agents: AgentRegistry;
   clock: Clock;
   hub: EventHub;
   /** The policy of a run that names none. */
@@ -63,13 +70,20 @@ export async function startRun(context: StartRunContext, request: StartRunReques
   if (request.input === undefined && request.resumeFromCheckpointId === undefined) {
     throw new TidemarkError("invalid_request", "input is required, unless the run continues from resume_from_checkpoint_id.");
   }
+  const program = await resolveAgent(context, request);
   await context.confirmUnknownOperations(request.tenantId, request.threadId);
   // The request as the client sent it names the run: a retry below must hash the same.
-  const requestHash = hashJson({ thread_id: request.threadId, input: request.input ?? null, resume: request.resumeFromCheckpointId ?? null });
+  const requestHash = hashJson({
+    thread_id: request.threadId,
+    input: request.input ?? null,
+    resume: request.resumeFromCheckpointId ?? null,
+    // Absent for the default, so a run created before agents existed hashes as it did.
+    ...(request.agent !== undefined || request.config !== undefined ? { agent: request.agent ?? null, config: request.config ?? null } : {}),
+  });
   let attempt = request;
   for (let interrupts = 0; ; interrupts++) {
     try {
-      return await createRun(context, attempt, requestHash);
+      return await createRun(context, attempt, requestHash, program);
     } catch (error) {
       const isBusy = TidemarkError.isInstance(error) && error.code === "run_in_progress";
       if (request.multitask !== "interrupt" || !isBusy || interrupts >= MAX_INTERRUPTS) throw error;
@@ -91,7 +105,12 @@ export async function startRun(context: StartRunContext, request: StartRunReques
 /** How many active runs one interrupting create cancels before it gives up (others keep starting runs). */
 const MAX_INTERRUPTS = 5;
 
-async function createRun(context: StartRunContext, request: StartRunRequest, requestHash: string): Promise<{ run: RunRecord; isNew: boolean }> {
+async function createRun(
+  context: StartRunContext,
+  request: StartRunRequest,
+  requestHash: string,
+  program: RunProgram,
+): Promise<{ run: RunRecord; isNew: boolean }> {
   const { store, clock, hub } = context;
   const runId = request.runId ?? createId("run");
   const result = await store.createRun({
@@ -104,6 +123,8 @@ async function createRun(context: StartRunContext, request: StartRunRequest, req
     idempotencyKey: request.idempotencyKey ?? null,
     requestHash,
     model: context.model.id,
+    agent: program.agent,
+    config: program.config,
     onDisconnect: request.onDisconnect ?? "continue",
     recoveryPolicy: request.recoveryPolicy ?? context.recoveryPolicy,
     expectedStateVersion: request.expectedStateVersion ?? null,
@@ -167,4 +188,37 @@ async function applyPendingCancel(context: StartRunContext, run: RunRecord): Pro
   if (reason === undefined) return undefined;
   await context.cancelRun(run.tenantId, run.runId, reason);
   return (await context.store.getRun(run.tenantId, run.runId))!;
+}
+
+/** The agent a run executes and its validated config (JSON text, defaults filled in). */
+interface RunProgram {
+  agent: string;
+  config: string | null;
+}
+
+/**
+ * The run's agent and config: as named, else (a Continue) the stopped run's, else `chat`. An
+ * unknown agent is `agent_not_found`; a config its schema refuses is `invalid_config`.
+ */
+async function resolveAgent(context: StartRunContext, request: StartRunRequest): Promise<RunProgram> {
+  const stopped = request.input === undefined && (request.agent === undefined || request.config === undefined) ? await stoppedRun(context, request) : undefined;
+  const name = request.agent ?? stopped?.agent ?? "chat";
+  const agent = context.agents.get(name);
+  if (!agent) throw new TidemarkError("agent_not_found", `No agent named "${name}" is deployed.`, { details: { agent: name } });
+  if (request.agent === undefined && request.config === undefined && stopped?.agent === name) return { agent: name, config: stopped.config };
+  const parsed = context.agents.parseConfig(agent, request.config);
+  if (!parsed.ok) throw new TidemarkError("invalid_config", `The config does not match the "${name}" agent's schema.`, { details: { agent: name, issues: parsed.issues } });
+  return { agent: name, config: isEmptyConfig(parsed.config) ? null : JSON.stringify(parsed.config) };
+}
+
+/** The run whose Stop a Continue builds on, if its checkpoint names one. */
+async function stoppedRun(context: StartRunContext, request: StartRunRequest): Promise<RunRecord | undefined> {
+  if (request.resumeFromCheckpointId === undefined) return undefined;
+  const checkpoints = new Map((await context.store.listCheckpoints(request.tenantId, request.threadId)).map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
+  const stopped = stoppedAt(checkpoints, request.resumeFromCheckpointId);
+  return stopped?.runId ? context.store.getRun(request.tenantId, stopped.runId) : undefined;
+}
+
+function isEmptyConfig(config: unknown): boolean {
+  return typeof config === "object" && config !== null && Object.keys(config).length === 0;
 }

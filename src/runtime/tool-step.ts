@@ -12,6 +12,12 @@ export interface ToolOutcome {
   isError: boolean;
 }
 
+/** A tool call's outcome and the checkpoint that published it (the tool step's completion). */
+export interface PublishedToolOutcome {
+  outcome: ToolOutcome;
+  checkpointId: string;
+}
+
 /**
  * Runs one tool call and publishes its result (DESIGN §6):
  * - an unknown tool or an invalid input gets an error result, never a call;
@@ -27,10 +33,10 @@ export async function runToolCall(
   call: MessageToolCall,
   signal: AbortSignal,
   scope: CancelScope,
-): Promise<ToolOutcome> {
+): Promise<PublishedToolOutcome> {
   const { run } = execution;
   const tool = execution.tools.get(call.toolName);
-  execution.activeStep = { stepId, kind: "tool", inputHash: hashJson({ tool: call.toolName, input: call.input }) };
+  execution.activeSteps.set(stepId, { stepId, kind: "tool", inputHash: hashJson({ tool: call.toolName, input: call.input }) });
   execution.emit({ type: "tool.started", run_id: run.runId, tool_call_id: call.toolCallId, tool: call.toolName, effect: tool?.effect ?? "unknown" });
   if (!tool) return publishResult(execution, stepId, call, `No tool named "${call.toolName}" is available in this run.`, true);
 
@@ -52,7 +58,7 @@ async function runRead(
   input: unknown,
   context: ToolContext,
   scope: CancelScope,
-): Promise<ToolOutcome> {
+): Promise<PublishedToolOutcome> {
   let result: unknown;
   try {
     result =
@@ -77,7 +83,7 @@ async function runConsequential(
   input: unknown,
   context: ToolContext,
   scope: CancelScope,
-): Promise<ToolOutcome> {
+): Promise<PublishedToolOutcome> {
   const { run, store, clock } = execution;
   const { signal } = context;
   const idempotencyKey = tool.idempotencyKey(input, context);
@@ -200,16 +206,17 @@ async function publishResult(
   result: string,
   isError: boolean,
   isReused = false,
-): Promise<ToolOutcome> {
+): Promise<PublishedToolOutcome> {
   const messageId = createId("msg");
   const content = storableText(result);
-  await publish(execution, {
+  const published = await publish(execution, {
     messageId,
     role: "tool",
     content,
     toolCallId: call.toolCallId,
     toolName: call.toolName,
     completedStepId: stepId,
+    recordsStep: true,
     stats: { toolCallCount: 1 },
     complete: false,
   });
@@ -222,8 +229,8 @@ async function publishResult(
     is_error: isError,
     reused: isReused,
   });
-  execution.activeStep = null;
-  return { content, isError };
+  execution.activeSteps.delete(stepId);
+  return { outcome: { content, isError }, checkpointId: published.checkpoint.checkpointId };
 }
 
 function parseJson(text: string): unknown {

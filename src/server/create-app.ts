@@ -8,6 +8,7 @@ import { createErrorHandler, errorResponse, invalidRequestResponse } from "./err
 import { jsonBodyGuard } from "./json-body-guard.js";
 import type { ServerMetrics } from "./metrics.js";
 import { registerOpenApiDocument } from "./openapi-document.js";
+import { registerAgentRoutes } from "./routes/agents.js";
 import { registerMessageRoutes } from "./routes/messages.js";
 import { registerOperationRoutes } from "./routes/operations.js";
 import { registerRunRoutes, type RunRouteOptions } from "./routes/runs.js";
@@ -62,6 +63,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     registerRunRoutes(app, options.runtime, options.metrics, options);
     registerOperationRoutes(app, options.runtime);
     registerMessageRoutes(app, options.runtime);
+    registerAgentRoutes(app, options.runtime);
   }
   registerSystemRoutes(app, options.runtime, options.metrics);
   registerOpenApiDocument(app);

@@ -63,6 +63,8 @@ export const RunSchema = z
     state_version: z.number().int(),
     attempt: z.number().int(),
     model: z.string(),
+    agent: z.string().openapi({ description: "The agent executing the run (GET /v1/agents)." }),
+    config: z.unknown().nullable().openapi({ description: "The run's config as its agent's schema parsed it (defaults filled in); null for none." }),
     base_checkpoint_id: z.string(),
     input_message_id: z.string().nullable(),
     cancel_requested_at: z.string().nullable(),
@@ -94,6 +96,7 @@ export const MessageSchema = z
     tool_calls: z.array(z.object({ tool_call_id: z.string(), tool_name: z.string(), input: z.string() })).nullable(),
     tool_call_id: z.string().nullable(),
     tool_name: z.string().nullable(),
+    label: z.string().nullable().openapi({ description: "A labelled block's label (e.g. one plan subtask's finished section); null for a plain message." }),
     position: z.number().int(),
     created_at: z.string(),
   })
@@ -154,8 +157,39 @@ export const CreateRunBody = z
     recovery_policy: z.enum(["fail", "resume"]).optional().openapi({
       description: "What to do if the process running it dies: fail with worker_lost (default) or resume from the last checkpoint.",
     }),
+    agent: z.string().min(1).max(64).optional().openapi({
+      description: "The agent to run (GET /v1/agents; default `chat`). A Continue without it keeps the stopped run's agent.",
+    }),
+    config: z.record(z.string(), z.unknown()).optional().openapi({
+      description: "The agent's config, validated by its schema (400 invalid_config). A Continue without it keeps the stopped run's.",
+    }),
   })
   .openapi("CreateRunRequest");
+
+export const StepSchema = z
+  .object({
+    step_id: z.string(),
+    status: z.enum(["not_started", "in_progress", "children_in_progress", "completed", "failed", "cancelled"]),
+    depends_on: z.array(z.string()),
+    parent_step_id: z.string().nullable(),
+    title: z.string().nullable(),
+    started_at: z.string().nullable(),
+    ended_at: z.string().nullable(),
+    checkpoint_id: z.string().nullable().openapi({ description: "The checkpoint that made the step's own work durable." }),
+    message_id: z.string().nullable().openapi({ description: "The message the step published as its result, if any." }),
+    result: z.unknown().nullable(),
+    reused_from_run_id: z.string().nullable().openapi({ description: "Set when a Continue reused this step's result instead of running it." }),
+    error: z.string().nullable(),
+  })
+  .openapi("Step");
+
+export const RunStepsResponse = z.object({ run_id: z.string(), status: z.enum(RUN_STATUSES), steps: z.array(StepSchema) }).openapi("RunSteps");
+
+export const AgentSchema = z
+  .object({ name: z.string(), description: z.string().nullable(), config_schema: z.record(z.string(), z.unknown()) })
+  .openapi("Agent");
+
+export const AgentListResponse = z.object({ agents: z.array(AgentSchema) }).openapi("AgentList");
 
 export const CancelRunBody = z
   .strictObject({

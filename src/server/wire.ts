@@ -1,5 +1,14 @@
 /** Records → the fixed snake_case wire shapes of DESIGN §8. */
-import { statsView, type CheckpointRecord, type MessageRecord, type OperationRecord, type RunRecord, type ThreadRecord } from "../core/index.js";
+import {
+  statsView,
+  type CheckpointRecord,
+  type MessageRecord,
+  type OperationRecord,
+  type RunRecord,
+  type RunStepRecord,
+  type ThreadRecord,
+} from "../core/index.js";
+import type { AgentDescription } from "../agents/index.js";
 
 export { statsView };
 
@@ -31,6 +40,8 @@ export function runView(run: RunRecord) {
     state_version: run.stateVersion,
     attempt: run.attempt,
     model: run.model,
+    agent: run.agent,
+    config: run.config === null ? null : (JSON.parse(run.config) as unknown),
     base_checkpoint_id: run.baseCheckpointId,
     input_message_id: run.inputMessageId,
     cancel_requested_at: iso(run.cancelRequestedAt),
@@ -62,6 +73,7 @@ export function messageView(message: MessageRecord) {
     tool_calls: message.toolCalls?.map((call) => ({ tool_call_id: call.toolCallId, tool_name: call.toolName, input: call.input })) ?? null,
     tool_call_id: message.toolCallId,
     tool_name: message.toolName,
+    label: message.label,
     position: message.position,
     created_at: iso(message.createdAt)!,
   };
@@ -150,4 +162,25 @@ export function historyMarkers(
         confirm_url: confirmUrl(threadId, operation.opId),
       })),
   ];
+}
+
+export function stepView(step: RunStepRecord) {
+  return {
+    step_id: step.stepId,
+    status: step.status,
+    depends_on: step.dependsOn,
+    parent_step_id: step.parentStepId,
+    title: step.title,
+    started_at: iso(step.startedAt),
+    ended_at: iso(step.endedAt),
+    checkpoint_id: step.checkpointId,
+    message_id: step.messageId,
+    result: step.result === null ? null : (JSON.parse(step.result) as unknown),
+    reused_from_run_id: step.reusedFromRunId,
+    error: step.error,
+  };
+}
+
+export function agentView(agent: AgentDescription) {
+  return { name: agent.name, description: agent.description, config_schema: agent.configSchema };
 }

@@ -295,6 +295,8 @@ export interface CompleteStepInput {
   checkpointId: string;
   /** The step's result as JSON text. */
   result: string;
+  /** Counts the step caused (e.g. the model call whose answer it returned), added with its checkpoint. */
+  stats?: Partial<UsageStats>;
   /** Fencing: only while the run is `running` in this attempt (like a publication). */
   attempt?: number;
   now: number;

@@ -16,9 +16,10 @@ import {
   EventsQuery,
   RunIdParam,
   RunSchema,
+  RunStepsResponse,
   ThreadIdParam,
 } from "../schemas.js";
-import { eventsUrl, historyUrl, runView } from "../wire.js";
+import { eventsUrl, historyUrl, runView, stepView } from "../wire.js";
 
 const createRun = createRoute({
   method: "post",
@@ -75,6 +76,16 @@ const cancelRun = createRoute({
   },
 });
 
+const getSteps = createRoute({
+  method: "get",
+  path: "/v1/runs/{run_id}/steps",
+  operationId: "listRunSteps",
+  tags: ["runs"],
+  summary: "The run's steps and their statuses (DESIGN §11); live changes arrive as step.updated events",
+  request: { params: RunIdParam },
+  responses: { 200: { description: "The steps in the order they were planned", content: json(RunStepsResponse) }, ...errorResponses(401, 404) },
+});
+
 /** The headers of an events stream (as `streamRunEvents` writes them), for a HEAD request. */
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache, no-transform" };
 
@@ -112,6 +123,8 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
       recoveryPolicy: body.recovery_policy,
       multitask: body.multitask,
       resumeFromCheckpointId: body.resume_from_checkpoint_id,
+      agent: body.agent,
+      config: body.config,
     });
     c.header("Location", eventsUrl(run.runId));
     return c.json(runView(run), isNew ? 201 : 200);
@@ -120,6 +133,13 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
   app.openapi(getRun, async function getRunHandler(c) {
     const run = await requireRun(c.get("tenantId"), c.req.valid("param").run_id);
     return c.json(runView(run), 200);
+  });
+
+  app.openapi(getSteps, async function getStepsHandler(c) {
+    const tenantId = c.get("tenantId");
+    const run = await requireRun(tenantId, c.req.valid("param").run_id);
+    const steps = await runtime.store.listRunSteps(tenantId, run.runId);
+    return c.json({ run_id: run.runId, status: run.status, steps: steps.map(stepView) }, 200);
   });
 
   app.openapi(getEvents, async function getEventsHandler(c) {

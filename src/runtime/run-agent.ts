@@ -1,0 +1,188 @@
+import { createId, hashJson, type CheckpointRecord, type MessageRecord, type RunStepRecord } from "../core/index.js";
+import type { ModelMessage } from "../core/model.js";
+import type { AgentRunContext, AgentStep, PublishedStep } from "../agents/define-agent.js";
+import { runPlan, type PlanResult, type StepContext, type StepDefinition } from "./plan.js";
+import { PublicationRejectedError } from "./publication-rejected-error.js";
+import type { RunExecution } from "./run-execution.js";
+import { createStepContext } from "./step-context.js";
+import { StepJournal, type StepRecordRef } from "./step-journal.js";
+
+/** What the run's agent starts from: the thread's history and its model context. */
+export interface AgentStart {
+  history: readonly MessageRecord[];
+  context: readonly ModelMessage[];
+  checkpoints: ReadonlyMap<string, CheckpointRecord>;
+}
+
+/** A completed step of the stopped run a Continue builds on: reused, never run again. */
+interface ReusableStep {
+  row: RunStepRecord;
+  reusedFromRunId: string;
+}
+
+/**
+ * Runs the execution's agent as a plan (DESIGN §11): each step in its own child scope of the
+ * run's, its status journaled and streamed, its completion made durable by its own checkpoint (a
+ * publication, or `step_completed` with its result). A Continue reuses the stopped run's completed
+ * steps (same id, same input) instead of running them.
+ */
+export async function runAgent(execution: RunExecution, start: AgentStart): Promise<PlanResult> {
+  const { run, agent } = execution;
+  const context: AgentRunContext = {
+    runId: run.runId,
+    threadId: run.threadId,
+    config: execution.config,
+    input: start.context.findLast((message) => message.role === "user")?.content ?? "",
+    messages: start.context,
+    tools: execution.toolDefinitions.map((tool) => ({ ...tool, effect: execution.tools.get(tool.name)?.effect ?? "none" })),
+  };
+  const reusable = run.input === null && !agent.continuesFromHistory ? await reusableSteps(execution, start.checkpoints) : new Map<string, ReusableStep>();
+  const messages = new Map(start.history.map((message) => [message.messageId, message]));
+  const journal = new StepJournal({ run: () => execution.run, store: execution.store, clock: execution.clock, logger: execution.logger, emit: execution.emit });
+  execution.steps = journal;
+
+  const wrap = (step: AgentStep, parentStepId: string | null): StepDefinition => {
+    const inputHash = step.input === undefined ? null : hashJson(step.input);
+    journal.declare({ stepId: step.id, parentStepId, title: step.title ?? null, dependsOn: [...(step.dependsOn ?? [])], inputHash });
+    return {
+      id: step.id,
+      dependsOn: step.dependsOn,
+      run: async (plan) => {
+        const earlier = reusable.get(step.id);
+        const result =
+          earlier && earlier.row.inputHash === inputHash ? reuse(journal, earlier, messages) : await runStep(execution, journal, step, plan, context, wrap);
+        for (const next of step.next?.(result, context) ?? []) plan.addStep(wrap(next, step.id));
+        return result;
+      },
+    };
+  };
+
+  try {
+    const concurrency = typeof agent.concurrency === "function" ? agent.concurrency(execution.config) : (agent.concurrency ?? 4);
+    return await runPlan(
+      agent.steps(context).map((step) => wrap(step, null)),
+      { scope: execution.scope, concurrency, onStepStatus: (state) => journal.update(state.id, state.status, state.error) },
+    );
+  } finally {
+    await journal.flush();
+  }
+}
+
+/** Runs one step's own work and makes its completion durable; returns its result. */
+async function runStep(
+  execution: RunExecution,
+  journal: StepJournal,
+  step: AgentStep,
+  plan: StepContext,
+  context: AgentRunContext,
+  wrap: (step: AgentStep, parentStepId: string | null) => StepDefinition,
+): Promise<unknown> {
+  const running = createStepContext(execution, {
+    stepId: step.id,
+    run: context,
+    signal: plan.signal,
+    scope: plan.scope,
+    result: (stepId) => plan.result(stepId),
+    addStep: (child) => plan.addStep(wrap(child, step.id)),
+  });
+  try {
+    const value = await step.run(running.context);
+    const record = running.record();
+    if (record?.kind === "published") {
+      journal.recorded(step.id, { checkpointId: record.checkpointId, messageId: record.published.messageId, result: null, reusedFromRunId: null });
+      return record.published;
+    }
+    if (record?.kind === "tool") {
+      journal.recorded(step.id, { checkpointId: record.checkpointId, messageId: null, result: null, reusedFromRunId: null });
+      return record.outcome;
+    }
+    return await completeStep(execution, journal, step.id, value ?? null, running.keepGenerations());
+  } catch (error) {
+    // The run stopped being `running` under this step (a cancel recorded elsewhere, or the end):
+    // that is the Stop reaching the plan, so the step is cut, not failed, and nothing else starts.
+    if (PublicationRejectedError.isInstance(error)) plan.scope.cancel(error);
+    throw error;
+  } finally {
+    execution.activeSteps.delete(step.id);
+  }
+}
+
+/** A step that returned its result: one transition, a `step_completed` checkpoint. */
+async function completeStep(
+  execution: RunExecution,
+  journal: StepJournal,
+  stepId: string,
+  value: unknown,
+  stats: Parameters<RunExecution["store"]["completeStep"]>[0]["stats"],
+): Promise<unknown> {
+  const { run, store, clock } = execution;
+  const result = JSON.stringify(value);
+  const completed = await store.completeStep({
+    tenantId: run.tenantId,
+    runId: run.runId,
+    stepId,
+    checkpointId: createId("cp"),
+    result,
+    attempt: run.attempt,
+    ...(stats && Object.keys(stats).length > 0 ? { stats } : {}),
+    now: clock.now(),
+  });
+  if (completed.kind === "rejected") {
+    execution.trace("late_output_discarded", { step_id: stepId, chars: result.length });
+    throw new PublicationRejectedError(run.runId);
+  }
+  journal.recorded(stepId, { checkpointId: completed.checkpoint.checkpointId, messageId: null, result, reusedFromRunId: null });
+  execution.emit({
+    type: "checkpoint.saved",
+    run_id: run.runId,
+    checkpoint_id: completed.checkpoint.checkpointId,
+    state_version: completed.checkpoint.stateVersion,
+    kind: completed.checkpoint.kind,
+  });
+  // The same value a Continue will read back from the store.
+  return JSON.parse(result) as unknown;
+}
+
+/** A completed step of the stopped run, carried over by reference (no new checkpoint, no model call). */
+function reuse(journal: StepJournal, earlier: ReusableStep, messages: ReadonlyMap<string, MessageRecord>): unknown {
+  const { row } = earlier;
+  const ref: StepRecordRef = { checkpointId: row.checkpointId!, messageId: row.messageId, result: row.result, reusedFromRunId: earlier.reusedFromRunId };
+  journal.recorded(row.stepId, ref);
+  if (row.messageId !== null) {
+    const message = messages.get(row.messageId);
+    const published: PublishedStep = { messageId: row.messageId, content: message?.content ?? "", label: message?.label ?? null };
+    return published;
+  }
+  return row.result === null ? null : (JSON.parse(row.result) as unknown);
+}
+
+/**
+ * The completed steps of the run whose Stop this Continue builds on (its `cancel_accepted`
+ * checkpoint, past fragments, deletions and forks made after it), if that run ran the same agent.
+ */
+async function reusableSteps(execution: RunExecution, checkpoints: ReadonlyMap<string, CheckpointRecord>): Promise<Map<string, ReusableStep>> {
+  const { run, store } = execution;
+  const reusable = new Map<string, ReusableStep>();
+  const stopped = stoppedAt(checkpoints, run.baseCheckpointId);
+  if (!stopped?.runId) return reusable;
+  const earlier = await store.getRun(run.tenantId, stopped.runId);
+  if (!earlier || earlier.agent !== run.agent) return reusable;
+  for (const row of await store.listRunSteps(run.tenantId, earlier.runId)) {
+    if (row.status === "completed" && row.checkpointId !== null) {
+      reusable.set(row.stepId, { row, reusedFromRunId: row.reusedFromRunId ?? earlier.runId });
+    }
+  }
+  return reusable;
+}
+
+/**
+ * The `cancel_accepted` checkpoint a run builds on, looking past the edits a client may make after
+ * a Stop (a saved or deleted fragment, a fork); undefined when the base is no Stop.
+ */
+export function stoppedAt(checkpoints: ReadonlyMap<string, CheckpointRecord>, baseCheckpointId: string): CheckpointRecord | undefined {
+  let base = checkpoints.get(baseCheckpointId);
+  while (base && (base.kind === "fragment_saved" || base.kind === "message_deleted" || base.kind === "fork_created") && base.parentCheckpointId) {
+    base = checkpoints.get(base.parentCheckpointId);
+  }
+  return base?.kind === "cancel_accepted" ? base : undefined;
+}

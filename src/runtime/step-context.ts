@@ -1,0 +1,134 @@
+import { addStats, createId, emptyStats, hashJson, storableText, type MessageToolCall, type UsageStats } from "../core/index.js";
+import { InvariantError } from "../core/errors/invariant-error.js";
+import type { ModelMessage, ToolCall } from "../core/model.js";
+import type { AgentRunContext, PublishedStep, StepGeneration, StepRunContext, StepToolOutcome } from "../agents/define-agent.js";
+import { ModelFailedError } from "./model-failed-error.js";
+import { publish } from "./publish.js";
+import type { RunExecution } from "./run-execution.js";
+import { runToolCall } from "./tool-step.js";
+import type { GenerationMeter } from "./generation-meter.js";
+import type { CancelScope } from "./cancel-scope.js";
+
+/** How a step's own work was made durable, once it was. */
+export type StepRecord = { kind: "published"; published: PublishedStep; checkpointId: string } | { kind: "tool"; outcome: StepToolOutcome; checkpointId: string };
+
+/** A step context plus what the runner needs to know afterwards. */
+export interface RunningStep<Config> {
+  readonly context: StepRunContext<Config>;
+  /** Set once the step published (or answered a tool call): its completion is already durable. */
+  record(): StepRecord | undefined;
+  /** The step completed by returning a result: its generations are kept with it; their counts. */
+  keepGenerations(): Partial<UsageStats>;
+}
+
+/** What the runner hands a step besides the execution. */
+export interface StepContextOptions<Config> {
+  stepId: string;
+  run: AgentRunContext<Config>;
+  signal: AbortSignal;
+  scope: CancelScope;
+  result(stepId: string): unknown;
+  addStep: StepRunContext<Config>["addStep"];
+}
+
+/** The context a step runs with: the run's model, tools and ledger, scoped to this step's signal. */
+export function createStepContext<Config>(execution: RunExecution, options: StepContextOptions<Config>): RunningStep<Config> {
+  const { stepId, signal } = options;
+  let record: StepRecord | undefined;
+  const kept = new Map<StepGeneration, GenerationMeter>();
+  const ensureUnrecorded = (what: string): void => {
+    if (record) throw new InvariantError(`step "${stepId}" ${what} after it already completed its work (one step, one transition)`);
+  };
+  const context: StepRunContext<Config> = {
+    ...options.run,
+    stepId,
+    signal,
+    result: <T,>(id: string) => options.result(id) as T,
+    addStep: options.addStep,
+    async generate(request) {
+      const { generation, meter } = await generate(execution, stepId, request.messages, request.offerTools === true, signal);
+      kept.set(generation, meter);
+      return generation;
+    },
+    async publish(content, publishOptions = {}) {
+      ensureUnrecorded("published");
+      const generation = typeof content === "string" ? undefined : content;
+      const text = storableText(generation ? generation.text : content as string);
+      const meter = generation ? kept.get(generation) : undefined;
+      const published = await publish(execution, {
+        messageId: generation?.messageId ?? createId("msg"),
+        role: "assistant",
+        content: text,
+        toolCalls: generation?.toolCalls.map(toMessageToolCall) ?? [],
+        completedStepId: stepId,
+        ...(publishOptions.label !== undefined ? { label: storableText(publishOptions.label) } : {}),
+        recordsStep: true,
+        stats: meter ? execution.generations.keep(meter, text) : {},
+        complete: publishOptions.final === true,
+      });
+      if (generation) kept.delete(generation);
+      execution.activeSteps.delete(stepId);
+      const result: PublishedStep = { messageId: published.message.messageId, content: text, label: published.message.label };
+      record = { kind: "published", published: result, checkpointId: published.checkpoint.checkpointId };
+      return result;
+    },
+    async callTool(call: ToolCall) {
+      ensureUnrecorded("called a tool");
+      const { outcome, checkpointId } = await runToolCall(execution, stepId, toMessageToolCall(call), signal, options.scope);
+      record = { kind: "tool", outcome, checkpointId };
+      return outcome;
+    },
+  };
+  const keepGenerations = (): Partial<UsageStats> => {
+    if (kept.size === 0) return {};
+    let stats = emptyStats();
+    for (const [generation, meter] of kept) stats = addStats(stats, execution.generations.keep(meter, generation.text));
+    kept.clear();
+    return stats;
+  };
+  return { context, record: () => record, keepGenerations };
+}
+
+function toMessageToolCall(call: ToolCall): MessageToolCall {
+  return { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input };
+}
+
+/** Streams one generation, emitting its deltas; a cancel or failure leaves it counted as discarded. */
+async function generate(
+  execution: RunExecution,
+  stepId: string,
+  messages: readonly ModelMessage[],
+  offerTools: boolean,
+  signal: AbortSignal,
+): Promise<{ generation: StepGeneration; meter: GenerationMeter }> {
+  const { run } = execution;
+  execution.activeSteps.set(stepId, { stepId, kind: "model", inputHash: hashJson(messages) });
+  const messageId = createId("msg");
+  const parts: string[] = [];
+  const toolCalls: ToolCall[] = [];
+  const meter = execution.generations.start(messages);
+  const tools = offerTools ? execution.toolDefinitions : [];
+  try {
+    for await (const part of execution.model.stream({ messages, ...(tools.length ? { tools } : {}) }, { signal })) {
+      // Safe point between chunks: nothing reaches the stream after a cancel was accepted.
+      if (signal.aborted) break;
+      if (part.type === "text-delta") {
+        const text = storableText(part.text);
+        parts.push(text);
+        meter.streamChars += text.length;
+        execution.emit({ type: "message.delta", run_id: run.runId, message_id: messageId, text });
+      } else if (part.type === "tool-call") {
+        toolCalls.push(part.toolCall);
+      } else {
+        meter.usage = part.usage;
+      }
+    }
+  } catch (error) {
+    if (signal.aborted) throw signal.reason;
+    throw new ModelFailedError(error);
+  }
+  signal.throwIfAborted();
+  const text = parts.join("");
+  meter.outputTokens = meter.usage?.outputTokens ?? Math.ceil(text.length / 4);
+  return { generation: { messageId, text, toolCalls, usage: meter.usage }, meter };
+}
