@@ -41,6 +41,20 @@ export interface TestProviderScenario {
   answer499OnCancel?: boolean;
   /** Send a usage chunk when the request asks `stream_options.include_usage` (default true). */
   usage?: boolean;
+  /** The cancel endpoint answers 499 ("cancelled") instead of 200, as some gateways do. */
+  cancelAnswers499?: boolean;
+  /**
+   * The cancel endpoint answers nothing until this many cancel calls are open at once: a client
+   * that sends them one after another never gets there (proof that they were sent concurrently).
+   */
+  holdCancelRepliesUntil?: number;
+}
+
+/** One call of the cancel endpoint. */
+export interface RecordedCancel {
+  token: string;
+  /** `performance.now()` when it arrived. */
+  at: number;
 }
 
 /** One `POST /v1/chat/completions` the provider received, failed ones included. */
@@ -77,6 +91,8 @@ export interface TestProvider {
   cancelUrl: string;
   /** Every chat-completions request, in arrival order. */
   requests: RecordedRequest[];
+  /** Every cancel call with a token, in arrival order. */
+  cancels: RecordedCancel[];
   /** Resolves when the n-th (1-based, counting all requests) request has arrived. */
   waitForRequest(n: number, options?: { signal?: AbortSignal }): Promise<RecordedRequest>;
   /** Resolves once `request` has `count` chunk times; rejects if its generation ended with fewer. */
@@ -134,6 +150,9 @@ class OpenAiTestProvider implements TestProvider {
   url = "";
   cancelUrl = "";
   readonly requests: RecordedRequest[] = [];
+  readonly cancels: RecordedCancel[] = [];
+  /** Cancel replies held back (`holdCancelRepliesUntil`), released together. */
+  #heldCancels: (() => void)[] = [];
   readonly #server: http.Server;
   readonly #tokenHeader: string;
   #scenario: TestProviderScenario;
@@ -223,6 +242,7 @@ class OpenAiTestProvider implements TestProvider {
     if (!this.#isClosed) {
       this.#isClosed = true;
       for (const waiter of this.#requestWaiters) waiter.reject(new Error("Test provider is closed"));
+      for (const held of this.#heldCancels.splice(0)) held();
       for (const generation of this.#generations.values()) stopGeneration(generation, "close");
     }
     await Promise.all([...this.#generations.values()].map((generation) => generation.done));
@@ -413,15 +433,24 @@ class OpenAiTestProvider implements TestProvider {
     const body = parseJson(await readBody(request, MAX_CANCEL_BODY_BYTES));
     const token = isRecord(body) && typeof body.request_id === "string" ? body.request_id : headerValue(request.headers[this.#tokenHeader]);
     if (token === undefined) return sendJson(response, 400, openAiError("Expected request_id", "invalid_request_error"));
+    this.cancels.push({ token, at: performance.now() });
+    const hold = this.#scenario.holdCancelRepliesUntil;
+    if (hold !== undefined) {
+      await new Promise<void>((release) => {
+        this.#heldCancels.push(release);
+        if (this.#heldCancels.length >= hold) for (const held of this.#heldCancels.splice(0)) held();
+      });
+    }
+    const answer = (status: string): void => sendJson(response, this.#scenario.cancelAnswers499 ? 499 : 200, { status });
     const matching = this.requests.filter((record) => record.token === token);
     if (matching.length === 0) return sendJson(response, 404, { status: "unknown" });
     for (const record of matching) record.cancelCalls++;
     const open = [...this.#generations.values()].filter((generation) => generation.record.token === token);
-    if (open.length === 0) return sendJson(response, 200, { status: "already_finished" });
+    if (open.length === 0) return answer("already_finished");
     for (const generation of open) stopGeneration(generation, "cancel");
     // Answer once generation has really stopped, so a caller may count chunks right after.
     await Promise.all(open.map((generation) => generation.done));
-    sendJson(response, 200, { status: "cancelled" });
+    answer("cancelled");
   }
 }
 
