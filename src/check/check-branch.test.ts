@@ -40,6 +40,7 @@ function message(threadId: string, id: string, position: number, role: MessageRe
     toolCalls: null,
     toolCallId: null,
     toolName: null,
+    label: null,
     createdAt: version,
   };
 }
@@ -57,6 +58,8 @@ function run(runId: string, base: string, inputMessageId: string, version: numbe
     idempotencyKey: null,
     requestHash: "h",
     model: "demo",
+    agent: "chat",
+    config: null,
     onDisconnect: "continue",
     recoveryPolicy: "fail",
     stateVersion: version,

@@ -61,6 +61,7 @@ function message(
     toolCalls: null,
     toolCallId: null,
     toolName: null,
+    label: null,
     createdAt: stateVersion,
   };
 }
@@ -78,6 +79,8 @@ function run(runId: string, status: RunStatus, baseCheckpointId: string, inputMe
     idempotencyKey: null,
     requestHash: "hash",
     model: "demo",
+    agent: "chat",
+    config: null,
     onDisconnect: "continue",
     recoveryPolicy: "fail",
     stateVersion: 0,

@@ -78,6 +78,7 @@ export async function publishMessage(context: SqlContext, input: PublishMessageI
       toolCalls: input.toolCalls?.length ? input.toolCalls : null,
       toolCallId: input.toolCallId ?? null,
       toolName: input.toolName ?? null,
+      label: input.label ?? null,
       createdAt: input.now,
     };
     await tx.insertMessage(message);
