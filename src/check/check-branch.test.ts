@@ -110,6 +110,7 @@ function parent(): ThreadSnapshot {
     runs: [],
     transitions: [],
     operations: [],
+    steps: [],
   };
 }
 
@@ -139,6 +140,7 @@ function branch(): ThreadSnapshot {
     runs: [run("run_b", "cp_b4", "msg_b1", 6)],
     transitions: walk("run_b", "queued", "running", "completed"),
     operations: [],
+    steps: [],
   };
 }
 

@@ -181,6 +181,7 @@ function cleanSnapshot(): ThreadSnapshot {
     ],
     // run_1 sent one quote; run_2 prepared another and was stopped before the commit.
     operations: [operation("op_1", "run_1", "quote:1:send", 1), operation("op_2", "run_2", "quote:2:send", 0)],
+    steps: [],
   };
 }
 
