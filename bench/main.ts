@@ -17,6 +17,8 @@ import { forkCost } from "./fork-cost.js";
 import { formatTable } from "./format-table.js";
 import { ledgerOverhead } from "./ledger-overhead.js";
 import { pgCheckpointCost } from "./pg-checkpoint-cost.js";
+import { planOverhead } from "./plan-overhead.js";
+import { planStop } from "./plan-stop.js";
 import { resumeLatency } from "./resume-latency.js";
 import { providerCpu } from "./provider-cpu.js";
 import { providerStop } from "./provider-stop.js";
@@ -25,7 +27,7 @@ import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
 import { threadRender } from "./thread-render.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));
