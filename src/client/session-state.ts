@@ -181,6 +181,7 @@ function publishedFromDraft(
     tool_calls: null,
     tool_call_id: null,
     tool_name: null,
+    label: null,
     position,
     created_at: now.toISOString(),
   };

@@ -168,7 +168,8 @@ async function reusableSteps(execution: RunExecution, checkpoints: ReadonlyMap<s
   const earlier = await store.getRun(run.tenantId, stopped.runId);
   if (!earlier || earlier.agent !== run.agent) return reusable;
   for (const row of await store.listRunSteps(run.tenantId, earlier.runId)) {
-    if (row.status === "completed" && row.checkpointId !== null) {
+    // Its own work is durable: reused even if it ended `cancelled` because steps it added were cut.
+    if (row.checkpointId !== null) {
       reusable.set(row.stepId, { row, reusedFromRunId: row.reusedFromRunId ?? earlier.runId });
     }
   }

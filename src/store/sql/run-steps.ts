@@ -137,10 +137,19 @@ export async function recordStepWork(tx: SqlContext, run: RunRecord, stepId: str
 
 /**
  * Closes every step of `run` that has not ended, as its end `to` does (see stepStatusAtRunEnd), in
- * the caller's transaction: one statement, whatever the number of steps.
+ * the caller's transaction: one statement (two for a completed run), whatever the number of steps.
+ * A completed run's steps whose own work was checkpointed complete.
  */
 export async function endUnfinishedSteps(tx: SqlContext, run: RunRecord, to: TerminalRunStatus, now: number): Promise<void> {
   const unfinished = UNFINISHED_STEP_STATUSES;
+  if (to === "completed") {
+    // The run completes with its last publication, possibly before the step journal wrote that the
+    // steps whose own work is checkpointed (that one, and the parents it ended) completed.
+    await tx.sql(
+      `UPDATE run_steps SET status = 'completed', ended_at = ?
+       WHERE tenant_id = ? AND run_id = ? AND checkpoint_id IS NOT NULL AND status IN (${unfinished.map(() => "?").join(", ")})`,
+    ).run(now, run.tenantId, run.runId, ...unfinished);
+  }
   await tx.sql(
     `UPDATE run_steps SET status = CASE status ${unfinished.map(() => "WHEN ? THEN ?").join(" ")} END, ended_at = ?
      WHERE tenant_id = ? AND run_id = ? AND status IN (${unfinished.map(() => "?").join(", ")})`,
