@@ -8,7 +8,7 @@
  * bookkeeping write of the same run take turns. Every statement reads one run's rows through the
  * primary key or `run_steps_by_ordinal`: the cost of a step does not grow with the plan.
  */
-import { canPublish, isTerminalStatus, TERMINAL_STEP_STATUSES, type RunRecord, type RunStepRecord, type TerminalRunStatus } from "../../core/index.js";
+import { addStats, canPublish, isTerminalStatus, TERMINAL_STEP_STATUSES, type RunRecord, type RunStepRecord, type TerminalRunStatus } from "../../core/index.js";
 import { toStep } from "../rows.js";
 import { stepStatusAtRunEnd, UNFINISHED_STEP_STATUSES } from "../step-status-at-run-end.js";
 import type { CompleteStepInput, CompleteStepResult, SaveStepsInput, StepUpdate } from "../store.js";
@@ -168,9 +168,12 @@ export async function completeStep(context: SqlContext, input: CompleteStepInput
     const advanced = await tx.advanceThread(
       thread,
       { checkpointId: input.checkpointId, kind: "step_completed", runId: run.runId, completedStepId: input.stepId, createdAt: input.now },
-      {},
+      input.stats ? { stats: input.stats } : {},
     );
-    await tx.updateRun(run, { state_version: advanced.thread.stateVersion });
+    await tx.updateRun(run, {
+      state_version: advanced.thread.stateVersion,
+      ...(input.stats ? { stats: JSON.stringify(addStats(run.stats, input.stats)) } : {}),
+    });
     const step = await recordStepWork(tx, run, input.stepId, { checkpointId: input.checkpointId, result: input.result });
     return { kind: "completed", checkpoint: advanced.checkpoint, thread: advanced.thread, step };
   });
