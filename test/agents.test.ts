@@ -47,10 +47,26 @@ const pipeline = defineAgent({
   ],
 });
 
+/** A step that does not honour its signal: a Stop must wait for it, and say so. */
+const stubbornGate = { current: gate() };
+const stubborn = defineAgent({
+  name: "stubborn",
+  steps: () => [
+    {
+      id: "slow",
+      run: async () => {
+        await stubbornGate.current.wait(new AbortController().signal);
+        return "done late";
+      },
+    },
+    { id: "after", dependsOn: ["slow"], run: async () => "never" },
+  ],
+});
+
 describe("agents as code over HTTP", () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ agents: [pipeline] });
+    h = await startHarness({ agents: [pipeline, stubborn] });
   });
   afterAll(async () => {
     await h?.close();
@@ -59,7 +75,7 @@ describe("agents as code over HTTP", () => {
   it("lists the deployed agents with their config schema, beside the built-ins", async () => {
     const { status, body } = await h.api("/v1/agents");
     expect(status).toBe(200);
-    expect(body.agents.map((agent: any) => agent.name)).toEqual(["chat", "research", "pipeline"]);
+    expect(body.agents.map((agent: any) => agent.name)).toEqual(["chat", "research", "pipeline", "stubborn"]);
     const listed = body.agents.find((agent: any) => agent.name === "pipeline");
     expect(listed).toMatchObject({ description: "Fetch, then a slow transform, then a summary.", config_schema: { type: "object" } });
     expect(listed.config_schema.properties.items).toMatchObject({ type: "array", minItems: 1, maxItems: 5 });
@@ -67,6 +83,7 @@ describe("agents as code over HTTP", () => {
 
   it("refuses an unknown agent (404) and a config its schema refuses (400 with the issues), creating nothing", async () => {
     const threadId = await h.createThread();
+    const created = (await h.api(`/v1/threads/${threadId}`)).body;
     const unknown = await h.api(`/v1/threads/${threadId}/runs`, { method: "POST", json: { input: { role: "user", content: "hi" }, agent: "nobody" } });
     expect(unknown.status).toBe(404);
     expect(unknown.body).toMatchObject({ error: "agent_not_found", agent: "nobody" });
@@ -79,7 +96,7 @@ describe("agents as code over HTTP", () => {
       expect(refused.status, JSON.stringify(body)).toBeLessThan(500);
     }
     const thread = await h.api(`/v1/threads/${threadId}`);
-    expect(thread.body.state_version).toBe(0);
+    expect(thread.body).toMatchObject({ state_version: created.state_version, head_checkpoint_id: created.head_checkpoint_id, active_run_id: null });
   });
 
   it("a Stop cuts the step in progress and cancels the rest; Continue reuses the completed step and re-runs the cut one", async () => {
@@ -93,8 +110,6 @@ describe("agents as code over HTTP", () => {
     expect(cancel.status).toBe(202);
     const events = await h.events(run.run_id);
     expect(events.at(-1)?.type).toBe("run.cancelled");
-    const cancelling = events.find((event) => event.type === "run.cancelling");
-    expect(cancelling).toMatchObject({ steps: ["transform"] });
     const steps = (await h.api(`/v1/runs/${run.run_id}/steps`)).body.steps;
     expect(steps.map((step: any) => [step.step_id, step.status, step.started_at !== null])).toEqual([
       ["fetch", "completed", true],
@@ -128,6 +143,29 @@ describe("agents as code over HTTP", () => {
     ]);
     const history = (await h.api(`/v1/threads/${threadId}/history`)).body.messages;
     expect(history.at(-1)).toMatchObject({ role: "assistant", content: "A! B!" });
+    await h.expectNoViolations();
+  });
+
+  it("a run is cancelled only once every started step settled; run.cancelling names the steps still finishing", async () => {
+    stubbornGate.current = gate();
+    const threadId = await h.createThread();
+    const run = await h.startRun(threadId, "Slowly", { agent: "stubborn" });
+    await h.events(run.run_id, { until: (event) => event.type === "step.updated" && event.step_id === "slow" && event.status === "in_progress" });
+    const cancel = await h.api(`/v1/runs/${run.run_id}/cancel`, { method: "POST", json: {} });
+    expect(cancel.status).toBe(202);
+    const untilCancelling = await h.events(run.run_id, { until: (event) => event.type === "run.cancelling" });
+    expect(untilCancelling.at(-1)).toMatchObject({ type: "run.cancelling", active_operation: null, steps: ["slow"] });
+    // Still finishing: not reported cancelled while its step runs.
+    expect((await h.api(`/v1/runs/${run.run_id}`)).body.status).toBe("cancel_requested");
+    stubbornGate.current.open();
+    const events = await h.events(run.run_id);
+    expect(events.at(-1)?.type).toBe("run.cancelled");
+    const steps = (await h.api(`/v1/runs/${run.run_id}/steps`)).body.steps;
+    // Its late result came after the cancel was accepted: not kept.
+    expect(steps.map((step: any) => [step.step_id, step.status, step.checkpoint_id])).toEqual([
+      ["slow", "cancelled", null],
+      ["after", "cancelled", null],
+    ]);
     await h.expectNoViolations();
   });
 
