@@ -8,9 +8,8 @@
  * bookkeeping write of the same run take turns. Every statement reads one run's rows through the
  * primary key or `run_steps_by_ordinal`: the cost of a step does not grow with the plan.
  */
-import { addStats, canPublish, isTerminalStatus, TERMINAL_STEP_STATUSES, type RunRecord, type RunStepRecord, type TerminalRunStatus } from "../../core/index.js";
+import { addStats, canPublish, isTerminalStatus, stepStatusAtRunEnd, TERMINAL_STEP_STATUSES, UNFINISHED_STEP_STATUSES, type RunRecord, type RunStepRecord, type TerminalRunStatus } from "../../core/index.js";
 import { toStep } from "../rows.js";
-import { stepStatusAtRunEnd, UNFINISHED_STEP_STATUSES } from "../step-status-at-run-end.js";
 import type { CompleteStepInput, CompleteStepResult, SaveStepsInput, StepUpdate } from "../store.js";
 import type { SqlContext } from "./sql-context.js";
 
