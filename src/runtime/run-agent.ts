@@ -101,10 +101,9 @@ async function runStep(
   } catch (error) {
     // The run stopped being `running` under this step (a cancel recorded elsewhere, or the end):
     // that is the Stop reaching the plan, so the step is cut, not failed, and nothing else starts.
+    // A cut step stays among the run's active steps: the cancel's checkpoint names what it caught.
     if (PublicationRejectedError.isInstance(error)) plan.scope.cancel(error);
     throw error;
-  } finally {
-    execution.activeSteps.delete(step.id);
   }
 }
 
@@ -132,6 +131,7 @@ async function completeStep(
     execution.trace("late_output_discarded", { step_id: stepId, chars: result.length });
     throw new PublicationRejectedError(run.runId);
   }
+  execution.activeSteps.delete(stepId);
   journal.recorded(stepId, { checkpointId: completed.checkpoint.checkpointId, messageId: null, result, reusedFromRunId: null });
   execution.emit({
     type: "checkpoint.saved",
