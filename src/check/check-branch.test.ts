@@ -40,6 +40,7 @@ function message(threadId: string, id: string, position: number, role: MessageRe
     toolCalls: null,
     toolCallId: null,
     toolName: null,
+    label: null,
     createdAt: version,
   };
 }
@@ -57,6 +58,8 @@ function run(runId: string, base: string, inputMessageId: string, version: numbe
     idempotencyKey: null,
     requestHash: "h",
     model: "demo",
+    agent: "chat",
+    config: null,
     onDisconnect: "continue",
     recoveryPolicy: "fail",
     stateVersion: version,
@@ -107,6 +110,7 @@ function parent(): ThreadSnapshot {
     runs: [],
     transitions: [],
     operations: [],
+    steps: [],
   };
 }
 
@@ -136,6 +140,7 @@ function branch(): ThreadSnapshot {
     runs: [run("run_b", "cp_b4", "msg_b1", 6)],
     transitions: walk("run_b", "queued", "running", "completed"),
     operations: [],
+    steps: [],
   };
 }
 

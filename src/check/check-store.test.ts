@@ -57,7 +57,7 @@ function snapshot(tenantId: string, threadId: string, operations: OperationRecor
     cancelledGeneration: null,
     createdAt: 0,
   };
-  return { thread: thread(tenantId, threadId), messages: [], checkpoints: [root], runs: [], transitions: [], operations };
+  return { thread: thread(tenantId, threadId), messages: [], checkpoints: [root], runs: [], transitions: [], operations, steps: [] };
 }
 
 /** Only `scanThreads` is read by checkStore. */

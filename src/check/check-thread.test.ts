@@ -6,6 +6,7 @@ import {
   type OperationRecord,
   type RunRecord,
   type RunStatus,
+  type RunStepRecord,
   type RunTransitionRecord,
 } from "../core/index.js";
 import type { ThreadSnapshot } from "../store/index.js";
@@ -61,6 +62,7 @@ function message(
     toolCalls: null,
     toolCallId: null,
     toolName: null,
+    label: null,
     createdAt: stateVersion,
   };
 }
@@ -78,6 +80,8 @@ function run(runId: string, status: RunStatus, baseCheckpointId: string, inputMe
     idempotencyKey: null,
     requestHash: "hash",
     model: "demo",
+    agent: "chat",
+    config: null,
     onDisconnect: "continue",
     recoveryPolicy: "fail",
     stateVersion: 0,
@@ -178,6 +182,7 @@ function cleanSnapshot(): ThreadSnapshot {
     ],
     // run_1 sent one quote; run_2 prepared another and was stopped before the commit.
     operations: [operation("op_1", "run_1", "quote:1:send", 1), operation("op_2", "run_2", "quote:2:send", 0)],
+    steps: [],
   };
 }
 
@@ -189,17 +194,77 @@ function publishAfterCancel(snapshot: ThreadSnapshot, runId: string): void {
   snapshot.thread.headCheckpointId = "cp_6";
 }
 
+function step(runId: string, stepId: string, ordinal: number, fields: Partial<RunStepRecord>): RunStepRecord {
+  return {
+    tenantId,
+    runId,
+    threadId,
+    stepId,
+    ordinal,
+    parentStepId: null,
+    title: null,
+    dependsOn: [],
+    status: "not_started",
+    inputHash: null,
+    startedAt: null,
+    endedAt: null,
+    checkpointId: null,
+    messageId: null,
+    result: null,
+    reusedFromRunId: null,
+    error: null,
+    ...fields,
+  };
+}
+
+/**
+ * The clean thread with plans: run_1's step `answer` published msg_2 (cp_3); run_2 carried
+ * `answer` over from run_1, its `search` started and was cancelled with it, and `write` (after
+ * both) never started.
+ */
+function planSnapshot(): ThreadSnapshot {
+  const snapshot = cleanSnapshot();
+  snapshot.checkpoints[2]!.completedStepId = "answer";
+  snapshot.steps = [
+    step("run_1", "answer", 0, { status: "completed", startedAt: 2, endedAt: 3, checkpointId: "cp_3", messageId: "msg_2" }),
+    step("run_2", "answer", 0, { status: "completed", checkpointId: "cp_3", messageId: "msg_2", reusedFromRunId: "run_1" }),
+    step("run_2", "search", 1, { status: "cancelled", startedAt: 4, endedAt: 5 }),
+    step("run_2", "write", 2, { status: "cancelled", dependsOn: ["answer", "search"], endedAt: 5 }),
+  ];
+  return snapshot;
+}
+
 const byId = <T>(items: T[], pick: (item: T) => string, id: string): T => items.find((item) => pick(item) === id)!;
 const cp = (snapshot: ThreadSnapshot, id: string) => byId(snapshot.checkpoints, (c) => c.checkpointId, id);
 const msg = (snapshot: ThreadSnapshot, id: string) => byId(snapshot.messages, (m) => m.messageId, id);
 const rn = (snapshot: ThreadSnapshot, id: string) => byId(snapshot.runs, (r) => r.runId, id);
 const op = (snapshot: ThreadSnapshot, id: string) => byId(snapshot.operations, (o) => o.opId, id);
+const st = (snapshot: ThreadSnapshot, runId: string, id: string) => byId(snapshot.steps, (s) => `${s.runId}/${s.stepId}`, `${runId}/${id}`);
+
+/** Each expected violation: its invariant and a fragment of its detail. */
+type Expected = { invariant: number; detail: RegExp; runId?: string; messageId?: string; operationId?: string; stepId?: string }[];
 
 interface Case {
   name: string;
   corrupt: (snapshot: ThreadSnapshot) => void;
-  /** Each expected violation: its invariant and a fragment of its detail. */
-  expected: { invariant: number; detail: RegExp; runId?: string; messageId?: string; operationId?: string }[];
+  expected: Expected;
+}
+
+function expectViolations(snapshot: ThreadSnapshot, expected: Expected): void {
+  const violations = checkThread(snapshot);
+  expect(violations).toHaveLength(expected.length);
+  expected.forEach((want, index) => {
+    expect(violations[index]).toMatchObject({
+      invariant: want.invariant,
+      tenantId,
+      threadId,
+      detail: expect.stringMatching(want.detail),
+      ...(want.runId ? { runId: want.runId } : {}),
+      ...(want.messageId ? { messageId: want.messageId } : {}),
+      ...(want.operationId ? { operationId: want.operationId } : {}),
+      ...(want.stepId ? { stepId: want.stepId } : {}),
+    });
+  });
 }
 
 const cases: Case[] = [
@@ -413,19 +478,7 @@ describe("checkThread", () => {
   it.each(cases)("finds $name", ({ corrupt, expected }) => {
     const snapshot = cleanSnapshot();
     corrupt(snapshot);
-    const violations = checkThread(snapshot);
-    expect(violations).toHaveLength(expected.length);
-    expected.forEach((want, index) => {
-      expect(violations[index]).toMatchObject({
-        invariant: want.invariant,
-        tenantId,
-        threadId,
-        detail: expect.stringMatching(want.detail),
-        ...(want.runId ? { runId: want.runId } : {}),
-        ...(want.messageId ? { messageId: want.messageId } : {}),
-        ...(want.operationId ? { operationId: want.operationId } : {}),
-      });
-    });
+    expectViolations(snapshot, expected);
   });
 
   it("accepts a key prepared again after a failed attempt (one attempt per preparation)", () => {
@@ -442,5 +495,97 @@ describe("checkThread", () => {
       expect.stringMatching(/#3 running → exploded names an unknown status/),
       expect.stringMatching(/is completed but its last transition ends in exploded/),
     ]);
+  });
+});
+
+const planCases: Case[] = [
+  {
+    name: "9: a completed run's step is still in progress",
+    corrupt: (s) => {
+      st(s, "run_1", "answer").status = "in_progress";
+    },
+    expected: [{ invariant: 9, runId: "run_1", stepId: "answer", detail: /run run_1 is completed but its step answer is in_progress/ }],
+  },
+  {
+    name: "9: a cancelled run's step never ended",
+    corrupt: (s) => {
+      Object.assign(st(s, "run_2", "write"), { status: "not_started", endedAt: null });
+    },
+    expected: [{ invariant: 9, runId: "run_2", stepId: "write", detail: /run run_2 is cancelled but its step write is not_started/ }],
+  },
+  {
+    name: "10: a completed step without a checkpoint",
+    corrupt: (s) => {
+      st(s, "run_1", "answer").checkpointId = null;
+    },
+    expected: [{ invariant: 10, runId: "run_1", stepId: "answer", detail: /completed step answer of run run_1 has no checkpoint/ }],
+  },
+  {
+    name: "10: a reused step whose earlier checkpoint is gone",
+    corrupt: (s) => {
+      st(s, "run_2", "answer").checkpointId = "cp_gone";
+    },
+    expected: [
+      { invariant: 10, runId: "run_2", stepId: "answer", detail: /answer of run run_2 \(reused from run run_1\) points at checkpoint cp_gone, which is not in the thread's lineage/ },
+    ],
+  },
+  {
+    name: "10: a completed step whose checkpoint completes another step",
+    corrupt: (s) => {
+      cp(s, "cp_3").completedStepId = "draft";
+    },
+    expected: [{ invariant: 10, runId: "run_1", stepId: "answer", detail: /answer of run run_1 points at checkpoint cp_3, which completes step draft/ }],
+  },
+  {
+    name: "11: a step started after its dependency was cancelled",
+    corrupt: (s) => {
+      st(s, "run_2", "write").startedAt = 5;
+    },
+    expected: [{ invariant: 11, runId: "run_2", stepId: "write", detail: /step write of run run_2 started, but its dependency search ended cancelled/ }],
+  },
+  {
+    name: "11: a step completed after its dependency failed (and its checkpoint records no step)",
+    corrupt: (s) => {
+      st(s, "run_2", "search").status = "failed";
+      Object.assign(st(s, "run_2", "write"), { status: "completed", checkpointId: "cp_4" });
+    },
+    expected: [
+      { invariant: 10, runId: "run_2", stepId: "write", detail: /points at checkpoint cp_4, which completes no step/ },
+      { invariant: 11, runId: "run_2", stepId: "write", detail: /step write of run run_2 completed, but its dependency search ended failed/ },
+    ],
+  },
+  {
+    name: "12: a step recorded after its run's cancel was accepted",
+    corrupt: (s) => {
+      s.checkpoints.push({ ...checkpoint("cp_6", 6, "cp_5", "step_completed", "run_2", null), completedStepId: "search" });
+      Object.assign(s.thread, { stateVersion: 6, headCheckpointId: "cp_6" });
+      Object.assign(st(s, "run_2", "search"), { status: "completed", checkpointId: "cp_6" });
+    },
+    expected: [{ invariant: 12, runId: "run_2", stepId: "search", detail: /run run_2 recorded step search at v6, after its cancel was accepted at v5/ }],
+  },
+  {
+    name: "12: a step that did its own work points at another run's checkpoint",
+    corrupt: (s) => {
+      st(s, "run_2", "answer").reusedFromRunId = null;
+    },
+    expected: [{ invariant: 12, runId: "run_2", stepId: "answer", detail: /step answer of run run_2 points at checkpoint cp_3 of run run_1, not its own/ }],
+  },
+];
+
+describe("checkThread on plans", () => {
+  it("finds nothing in a clean plan", () => {
+    expect(checkThread(planSnapshot())).toEqual([]);
+  });
+
+  it("accepts a dependent of a cancelled step that a Continue carried over", () => {
+    const snapshot = planSnapshot();
+    Object.assign(st(snapshot, "run_2", "write"), { status: "completed", startedAt: 1, checkpointId: "cp_3", reusedFromRunId: "run_1" });
+    expect(checkThread(snapshot)).toEqual([]);
+  });
+
+  it.each(planCases)("finds $name", ({ corrupt, expected }) => {
+    const snapshot = planSnapshot();
+    corrupt(snapshot);
+    expectViolations(snapshot, expected);
   });
 });

@@ -18,12 +18,13 @@ import {
   type RunRecord,
   type RunTransitionRecord,
 } from "../core/index.js";
+import { checkPlans } from "./check-plans.js";
 import type { ThreadSnapshot } from "../store/index.js";
 import { ownLineage, type ThreadLineage } from "./lineage-walker.js";
 
 /** One broken invariant, located as precisely as the rows allow. */
 export interface Violation {
-  /** The number of the invariant in docs/invariants.md (1 to 7 are the design contract's). */
+  /** The number of the invariant in docs/invariants.md (1 to 7 are the design contract's, 9 to 12 a plan's). */
   invariant: number;
   tenantId: string;
   threadId: string;
@@ -31,16 +32,18 @@ export interface Violation {
   messageId?: string;
   checkpointId?: string;
   operationId?: string;
+  stepId?: string;
   detail: string;
 }
 
-type Located = Omit<Violation, "tenantId" | "threadId">;
+/** A violation before it is placed in its thread. */
+export type Located = Omit<Violation, "tenantId" | "threadId">;
 
 /** A checkpoint of the thread's lineage by id, or undefined. */
-type FindCheckpoint = (checkpointId: string) => CheckpointRecord | undefined;
+export type FindCheckpoint = (checkpointId: string) => CheckpointRecord | undefined;
 
 /**
- * Every violation of invariants 1 to 8 in one thread, ordered by invariant. A branch is checked
+ * Every violation of invariants 1 to 12 in one thread, ordered by invariant. A branch is checked
  * on its own rows; its shared prefix (checked in the thread that owns it) is where its parents
  * and its model context begin: `lineage` (default: nothing inherited, as for a root thread).
  */
@@ -55,6 +58,7 @@ export function checkThread(snapshot: ThreadSnapshot, lineage: ThreadLineage = o
     ...checkTransitions(snapshot.runs, snapshot.transitions),
     ...checkToolOutcomes(lineage.orphanToolCalls),
     ...checkDeletedThread(snapshot),
+    ...checkPlans(snapshot.runs, snapshot.steps, find),
   ];
   const { tenantId, threadId } = snapshot.thread;
   return found.map((violation) => ({ ...violation, tenantId, threadId }));

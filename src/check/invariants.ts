@@ -8,4 +8,8 @@ export const INVARIANTS: readonly { number: number; statement: string }[] = [
   { number: 6, statement: "No run leaves a terminal status." },
   { number: 7, statement: "No assistant tool call in model context without an outcome." },
   { number: 8, statement: "A deleted thread has no run that may still execute or publish." },
+  { number: 9, statement: "A terminal run has no unfinished step." },
+  { number: 10, statement: "A completed step has the checkpoint that made its work durable." },
+  { number: 11, statement: "A step whose dependency did not complete never started." },
+  { number: 12, statement: "A step's work is recorded in its own run, never after the run's cancel was accepted." },
 ];

@@ -35,6 +35,7 @@ function history(drafts: Draft[]): MessageRecord[] {
     toolCalls: "calls" in message ? message.calls.map((toolCallId: string) => ({ toolCallId, toolName: "search", input: "{}" })) : null,
     toolCallId: "answers" in message ? message.answers : null,
     toolName: "answers" in message ? "search" : null,
+    label: null,
     createdAt: position,
   }));
 }

@@ -19,6 +19,7 @@ function message(overrides: Partial<MessageRecord>): MessageRecord {
     toolCalls: null,
     toolCallId: null,
     toolName: null,
+    label: null,
     createdAt: position,
     ...overrides,
   };

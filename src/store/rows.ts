@@ -5,6 +5,7 @@ import type {
   OperationRecord,
   RunRecord,
   RunStatus,
+  RunStepRecord,
   RunTransitionRecord,
   ThreadRecord,
   TraceRecord,
@@ -64,6 +65,7 @@ export function toMessage(row: Row): MessageRecord {
     toolCalls: jsonOrNull(row.tool_calls),
     toolCallId: strOrNull(row.tool_call_id),
     toolName: strOrNull(row.tool_name),
+    label: strOrNull(row.label),
     createdAt: num(row.created_at),
   };
 }
@@ -99,6 +101,8 @@ export function toRun(row: Row): RunRecord {
     idempotencyKey: strOrNull(row.idempotency_key),
     requestHash: str(row.request_hash),
     model: str(row.model),
+    agent: str(row.agent),
+    config: strOrNull(row.config),
     onDisconnect: str(row.on_disconnect) as RunRecord["onDisconnect"],
     recoveryPolicy: str(row.recovery_policy) as RunRecord["recoveryPolicy"],
     stateVersion: num(row.state_version),
@@ -117,6 +121,28 @@ export function toRun(row: Row): RunRecord {
     createdAt: num(row.created_at),
     startedAt: numOrNull(row.started_at),
     endedAt: numOrNull(row.ended_at),
+  };
+}
+
+export function toStep(row: Row): RunStepRecord {
+  return {
+    tenantId: str(row.tenant_id),
+    runId: str(row.run_id),
+    threadId: str(row.thread_id),
+    stepId: str(row.step_id),
+    ordinal: num(row.ordinal),
+    parentStepId: strOrNull(row.parent_step_id),
+    title: strOrNull(row.title),
+    dependsOn: json(row.depends_on),
+    status: str(row.status) as RunStepRecord["status"],
+    inputHash: strOrNull(row.input_hash),
+    startedAt: numOrNull(row.started_at),
+    endedAt: numOrNull(row.ended_at),
+    checkpointId: strOrNull(row.checkpoint_id),
+    messageId: strOrNull(row.message_id),
+    result: strOrNull(row.result),
+    reusedFromRunId: strOrNull(row.reused_from_run_id),
+    error: strOrNull(row.error),
   };
 }
 

@@ -203,7 +203,8 @@ export interface PublishMessageInput {
   /**
    * Also record this publication as the completed work of step `completedStepId` in the run's
    * `run_steps` row (checkpoint and message id), in the same transaction; the row is created if the
-   * step journal has not written it yet.
+   * step journal has not written it yet. With `complete`, the run ends with this step: the step
+   * ends `completed` and the run's other unfinished steps end as {@link Store.finishRun} ends them.
    */
   recordsStep?: boolean;
   /** Counts caused by this step, added to the run and the thread in the same transaction. */
@@ -341,6 +342,8 @@ export interface ThreadSnapshot {
   runs: RunRecord[];
   transitions: RunTransitionRecord[];
   operations: OperationRecord[];
+  /** The steps of the thread's runs, each run's in registration order. */
+  steps: RunStepRecord[];
 }
 
 export interface PrepareOperationInput {
@@ -515,11 +518,20 @@ export interface Store {
    */
   finishRun(input: FinishRunInput, options?: CallOptions): Promise<RunRecord | undefined>;
 
-  /** Upserts steps' bookkeeping rows in one transaction; a row in a terminal status keeps it. */
+  /**
+   * Upserts steps' bookkeeping rows in one transaction (nothing for an unknown run). A field an
+   * update leaves out keeps its value; a row in a terminal status keeps it, with its end time and
+   * error, and only fills in what it lacks; a step's checkpoint, message and result, once written,
+   * stay. On a run that has ended, an update that would leave a step unfinished closes it as the
+   * run's end did, so a terminal run never shows unfinished steps.
+   */
   saveSteps(input: SaveStepsInput, options?: CallOptions): Promise<void>;
-  /** Records a step's result with its `step_completed` checkpoint, as a transition (version + 1). */
+  /**
+   * Records a step's result with its `step_completed` checkpoint, as a transition (version + 1),
+   * fenced like a publication. The step's status is left to the executor (a new row is `in_progress`).
+   */
   completeStep(input: CompleteStepInput, options?: CallOptions): Promise<CompleteStepResult>;
-  /** A run's steps in registration order. */
+  /** A run's steps in registration order (by ordinal); none for another tenant's run. */
   listRunSteps(tenantId: string, runId: string, options?: CallOptions): Promise<RunStepRecord[]>;
 
   /** Gives up `owner`'s lease on a run it can no longer drive, so recovery takes it over now. */

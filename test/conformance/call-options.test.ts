@@ -40,6 +40,10 @@ const CALLS: Record<Exclude<keyof Store, "close">, (store: Store, signal: AbortS
     store.saveFragment({ tenantId: TENANT, runId: "run_a", messageId: "msg_a", checkpointId: "cp_b", content: "x", now: 1 }, { signal }),
   deleteMessage: (store, signal) => store.deleteMessage({ tenantId: TENANT, threadId: "thr_a", messageId: "msg_a", checkpointId: "cp_b", now: 1 }, { signal }),
   finishRun: (store, signal) => store.finishRun({ tenantId: TENANT, runId: "run_a", to: "failed", from: ["running"], stats: {}, now: 1 }, { signal }),
+  saveSteps: (store, signal) => store.saveSteps({ tenantId: TENANT, runId: "run_a", steps: [{ stepId: "s", status: "in_progress" }] }, { signal }),
+  completeStep: (store, signal) =>
+    store.completeStep({ tenantId: TENANT, runId: "run_a", stepId: "s", checkpointId: "cp_b", result: "{}", now: 1 }, { signal }),
+  listRunSteps: (store, signal) => store.listRunSteps(TENANT, "run_a", { signal }),
   releaseLease: (store, signal) => store.releaseLease(TENANT, "run_a", "w", { signal }),
   renewLeases: (store, signal) => store.renewLeases("w", 2, { signal }),
   takeOverLease: (store, signal) => store.takeOverLease({ tenantId: TENANT, runId: "run_a", attempt: 1, owner: "w", leaseExpiresAt: 2, now: 1 }, { signal }),

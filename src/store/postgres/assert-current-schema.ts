@@ -8,7 +8,7 @@ import { StoreSchemaError } from "../store-schema-error.js";
 import { PG_MIGRATIONS } from "./schema.js";
 
 /** The tables `tidemark check` reads. */
-const TABLES = ["threads", "messages", "checkpoints", "runs", "run_transitions", "operations"] as const;
+const TABLES = ["threads", "messages", "checkpoints", "runs", "run_transitions", "operations", "run_steps"] as const;
 
 /** Throws an error that names the schema and what is wrong with it, unless it is a current Tidemark schema. */
 export async function assertCurrentSchema(pool: pg.Pool, schema: string | undefined): Promise<void> {

@@ -167,4 +167,38 @@ export const PG_MIGRATIONS: readonly { version: number; name: string; sql: strin
       CREATE INDEX threads_by_updated_at ON threads (tenant_id, updated_at, thread_id) WHERE status = 'active';
     `,
   },
+  {
+    version: 3,
+    name: "agents and plan steps",
+    sql: `
+      -- A run names the agent that executes it and passes it a config (DESIGN §11).
+      ALTER TABLE runs ADD COLUMN agent TEXT NOT NULL DEFAULT 'chat';
+      ALTER TABLE runs ADD COLUMN config TEXT;
+      -- A labelled block, e.g. one subtask's finished section of a plan.
+      ALTER TABLE messages ADD COLUMN label TEXT;
+      -- A run's plan: one bookkeeping row per step; a step's work is durable through its checkpoint.
+      CREATE TABLE run_steps (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        run_id TEXT COLLATE "C" NOT NULL,
+        thread_id TEXT COLLATE "C" NOT NULL,
+        step_id TEXT COLLATE "C" NOT NULL,
+        ordinal BIGINT NOT NULL,
+        parent_step_id TEXT COLLATE "C",
+        title TEXT,
+        depends_on TEXT NOT NULL,
+        status TEXT NOT NULL,
+        input_hash TEXT,
+        started_at BIGINT,
+        ended_at BIGINT,
+        checkpoint_id TEXT COLLATE "C",
+        message_id TEXT COLLATE "C",
+        result TEXT,
+        reused_from_run_id TEXT COLLATE "C",
+        error TEXT,
+        PRIMARY KEY (tenant_id, run_id, step_id)
+      );
+      -- A run's steps in registration order, and its next ordinal, without a scan.
+      CREATE INDEX run_steps_by_ordinal ON run_steps (tenant_id, run_id, ordinal, step_id);
+    `,
+  },
 ];

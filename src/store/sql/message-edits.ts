@@ -47,6 +47,7 @@ export async function saveFragment(context: SqlContext, input: SaveFragmentInput
       toolCalls: null,
       toolCallId: null,
       toolName: null,
+      label: null,
       createdAt: input.now,
     };
     await tx.insertMessage(message);

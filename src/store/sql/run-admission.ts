@@ -135,6 +135,7 @@ async function acceptInput(
     toolCalls: null,
     toolCallId: null,
     toolName: null,
+    label: null,
     createdAt: input.now,
   };
   await context.insertMessage(message);
@@ -152,9 +153,9 @@ async function insertRun(
 ): Promise<void> {
   await context.sql(
     `INSERT INTO runs (tenant_id, run_id, thread_id, status, attempt, base_checkpoint_id, input, input_message_id,
-       idempotency_key, request_hash, model, on_disconnect, recovery_policy, state_version, stats,
+       idempotency_key, request_hash, model, agent, config, on_disconnect, recovery_policy, state_version, stats,
        transition_count, is_waiting, created_at)
-     VALUES (?, ?, ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+     VALUES (?, ?, ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
   ).run(
     input.tenantId,
     input.runId,
@@ -165,6 +166,8 @@ async function insertRun(
     input.idempotencyKey,
     input.requestHash,
     input.model,
+    input.agent ?? "chat",
+    input.config ?? null,
     input.onDisconnect,
     input.recoveryPolicy,
     stateVersion,

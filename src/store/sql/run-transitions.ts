@@ -9,6 +9,7 @@ import type {
   RequestCancelResult,
   TransitionRunInput,
 } from "../store.js";
+import { endUnfinishedSteps, recordStepWork } from "./run-steps.js";
 import type { SqlContext } from "./sql-context.js";
 import { StoreInvariantError } from "../store-invariant-error.js";
 
@@ -78,9 +79,16 @@ export async function publishMessage(context: SqlContext, input: PublishMessageI
       toolCalls: input.toolCalls?.length ? input.toolCalls : null,
       toolCallId: input.toolCallId ?? null,
       toolName: input.toolName ?? null,
+      label: input.label ?? null,
       createdAt: input.now,
     };
     await tx.insertMessage(message);
+    if (input.recordsStep) {
+      // Only a publication that records a step touches the steps: a plain one costs no statement more.
+      const work = { checkpointId: input.checkpointId, messageId: input.messageId };
+      await recordStepWork(tx, run, input.completedStepId, input.complete ? { ...work, endedAt: input.now } : work);
+      if (input.complete) await endUnfinishedSteps(tx, run, "completed", input.now);
+    }
     const runColumns = {
       stats: JSON.stringify(addStats(run.stats, stats)),
       state_version: advanced.thread.stateVersion,
@@ -147,6 +155,8 @@ export async function acceptCancel(
     state_version: advanced.thread.stateVersion,
     ...(neverStarted ? { ended_at: input.now } : {}),
   };
+  // A queued run handed back by an earlier attempt may have steps: ending now, it closes them.
+  if (neverStarted) await endUnfinishedSteps(tx, run, "cancelled", input.now);
   const updated = await tx.setRunStatus(run, decision.to, input.now, columns);
   return { run: updated, thread: advanced.thread, checkpoint: advanced.checkpoint };
 }
@@ -179,6 +189,8 @@ export async function finishRun(context: SqlContext, input: FinishRunInput): Pro
         run.cancelCheckpointId,
       );
     }
+    // A terminal run shows no unfinished step: those still open end with it, in one statement.
+    await endUnfinishedSteps(tx, run, input.to, input.now);
     return tx.setRunStatus(run, input.to, input.now, {
       stats: JSON.stringify(addStats(run.stats, input.stats)),
       failure_reason: input.failureReason ?? null,

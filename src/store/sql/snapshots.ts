@@ -1,7 +1,7 @@
 /** Whole-thread snapshots, as `tidemark check` reads them. */
 import type { ThreadSnapshot } from "../store.js";
 import { lineageScanOrder, type BranchKey, type ThreadKey } from "../lineage-scan-order.js";
-import { toCheckpoint, toMessage, toRun, toTransition } from "../rows.js";
+import { toCheckpoint, toMessage, toRun, toStep, toTransition } from "../rows.js";
 import type { SqlContext } from "./sql-context.js";
 
 /** Root keys read per page: the scan holds one page of roots (and the branches' keys), never the whole table. */
@@ -69,6 +69,14 @@ async function readSnapshot(context: SqlContext, tenantId: string, threadId: str
         toCheckpoint,
       ),
       operations: await tx.operationsOfThread(tenantId, threadId),
+      // Like the transitions: the thread's run ids, then each run's steps in order.
+      steps: (
+        await tx.sql(
+          `SELECT * FROM run_steps
+           WHERE tenant_id = ? AND run_id IN (SELECT run_id FROM runs WHERE tenant_id = ? AND thread_id = ?)
+           ORDER BY run_id, ordinal, step_id`,
+        ).all(tenantId, tenantId, threadId)
+      ).map(toStep),
     };
   }, { readOnly: true });
 }

@@ -1,10 +1,12 @@
 /** The SQL store: the `Store` over any {@link SqlDriver}, each method delegating to its concern's module. */
-import type { CheckpointRecord, MessageRecord, OperationRecord, RunRecord, ThreadRecord, TraceRecord } from "../../core/index.js";
+import type { CheckpointRecord, MessageRecord, OperationRecord, RunRecord, RunStepRecord, ThreadRecord, TraceRecord } from "../../core/index.js";
 import type {
   BeginCommitInput,
   BeginCommitResult,
   ClaimQueuedRunsInput,
   ClaimRunInput,
+  CompleteStepInput,
+  CompleteStepResult,
   ConfirmOperationInput,
   CreateRunInput,
   CreateRunResult,
@@ -28,6 +30,7 @@ import type {
   RequestCancelResult,
   SaveFragmentInput,
   SaveFragmentResult,
+  SaveStepsInput,
   CallOptions,
   Store,
   TakeOverLeaseInput,
@@ -48,6 +51,7 @@ import {
   prepareOperation,
 } from "./operation-ledger.js";
 import { admitNextRun, createRun } from "./run-admission.js";
+import { completeStep, listRunSteps, saveSteps } from "./run-steps.js";
 import { claimQueuedRuns, listCancelledRuns, listRecoverableRuns, releaseLease, renewLeases, takeOverLease } from "./run-leases.js";
 import { findRunByIdempotencyKey, listActiveRuns, listThreadsWithWaitingRuns } from "./run-queries.js";
 import { claimRun, finishRun, publishMessage, requestCancel, transitionRun } from "./run-transitions.js";
@@ -190,6 +194,21 @@ export class SqlStore implements Store {
   async finishRun(input: FinishRunInput, options: CallOptions = {}): Promise<RunRecord | undefined> {
     options.signal?.throwIfAborted();
     return finishRun(this.#context, input);
+  }
+
+  async saveSteps(input: SaveStepsInput, options: CallOptions = {}): Promise<void> {
+    options.signal?.throwIfAborted();
+    await saveSteps(this.#context, input);
+  }
+
+  async completeStep(input: CompleteStepInput, options: CallOptions = {}): Promise<CompleteStepResult> {
+    options.signal?.throwIfAborted();
+    return completeStep(this.#context, input);
+  }
+
+  async listRunSteps(tenantId: string, runId: string, options: CallOptions = {}): Promise<RunStepRecord[]> {
+    options.signal?.throwIfAborted();
+    return listRunSteps(this.#context, tenantId, runId);
   }
 
   async releaseLease(tenantId: string, runId: string, owner: string, options: CallOptions = {}): Promise<void> {

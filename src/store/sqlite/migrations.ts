@@ -199,6 +199,40 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX operations_by_thread ON operations (tenant_id, thread_id, created_at, op_id);
     `,
   },
+  {
+    version: 8,
+    name: "agents and plan steps",
+    sql: `
+      -- A run names the agent that executes it and passes it a config (DESIGN §11).
+      ALTER TABLE runs ADD COLUMN agent TEXT NOT NULL DEFAULT 'chat';
+      ALTER TABLE runs ADD COLUMN config TEXT;
+      -- A labelled block, e.g. one subtask's finished section of a plan.
+      ALTER TABLE messages ADD COLUMN label TEXT;
+      -- A run's plan: one bookkeeping row per step; a step's work is durable through its checkpoint.
+      CREATE TABLE run_steps (
+        tenant_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        step_id TEXT NOT NULL,
+        ordinal INTEGER NOT NULL,
+        parent_step_id TEXT,
+        title TEXT,
+        depends_on TEXT NOT NULL,
+        status TEXT NOT NULL,
+        input_hash TEXT,
+        started_at INTEGER,
+        ended_at INTEGER,
+        checkpoint_id TEXT,
+        message_id TEXT,
+        result TEXT,
+        reused_from_run_id TEXT,
+        error TEXT,
+        PRIMARY KEY (tenant_id, run_id, step_id)
+      ) WITHOUT ROWID;
+      -- A run's steps in registration order, and its next ordinal, without a scan.
+      CREATE INDEX run_steps_by_ordinal ON run_steps (tenant_id, run_id, ordinal, step_id);
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

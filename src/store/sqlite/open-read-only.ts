@@ -8,7 +8,7 @@ import { StoreSchemaError } from "../store-schema-error.js";
 import { MIGRATIONS } from "./migrations.js";
 
 /** The tables `tidemark check` reads. */
-const TABLES = ["threads", "messages", "checkpoints", "runs", "run_transitions", "operations"] as const;
+const TABLES = ["threads", "messages", "checkpoints", "runs", "run_transitions", "operations", "run_steps"] as const;
 
 /** The read-only connection, or an error whose message names the file and what is wrong with it. */
 export function openReadOnlyDatabase(path: string): Database.Database {

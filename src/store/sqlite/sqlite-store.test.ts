@@ -8,8 +8,11 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createId } from "../../core/index.js";
+import { checkStore } from "../../check/index.js";
+import { SqlStore } from "../sql/sql-store.js";
 import type { Store } from "../store.js";
 import { MIGRATIONS, migrate } from "./migrations.js";
+import { SqliteDriver } from "./sqlite-driver.js";
 import { createSqliteStore } from "./sqlite-store.js";
 
 const TENANT = "tenant_a";
@@ -44,6 +47,139 @@ describe("migrations", () => {
       );
     } finally {
       db.close();
+    }
+  });
+});
+
+/** One completed turn on a new thread of `store`: the thread, its run and its two messages. */
+async function completedTurn(store: Store, threadId: string, now: number): Promise<{ runId: string }> {
+  await store.createThread({ tenantId: TENANT, threadId, checkpointId: createId("cp"), metadata: {}, now });
+  const created = await store.createRun({
+    tenantId: TENANT,
+    runId: createId("run"),
+    threadId,
+    input: { role: "user", content: "hello" },
+    inputMessageId: createId("msg"),
+    checkpointId: createId("cp"),
+    idempotencyKey: null,
+    requestHash: "hash-hello",
+    model: "demo",
+    onDisconnect: "continue",
+    recoveryPolicy: "fail",
+    expectedStateVersion: null,
+    now: now + 1,
+  });
+  if (created.kind !== "created") throw new Error(`run not created: ${created.kind}`);
+  await store.claimRun({ tenantId: TENANT, runId: created.run.runId, owner: "w", leaseExpiresAt: now + 60_000, now: now + 2 });
+  const published = await store.publishMessage({
+    tenantId: TENANT,
+    runId: created.run.runId,
+    messageId: createId("msg"),
+    checkpointId: createId("cp"),
+    role: "assistant",
+    content: "hi",
+    completedStepId: "step-1",
+    stats: {},
+    complete: true,
+    now: now + 3,
+  });
+  if (published.kind !== "published") throw new Error("not published");
+  return { runId: created.run.runId };
+}
+
+describe("migration 8 (agents and plan steps)", () => {
+  it("upgrades a version-7 file in place: its runs are `chat` without config, its messages unlabelled", async () => {
+    const file = path.join(dir, "v7.db");
+    const writer = createSqliteStore({ path: file, checkpointIntervalMs: 0 });
+    const { runId } = await completedTurn(writer, "thr_old", T0);
+    await writer.close();
+    // The file as version 7 left it: without migration 8's columns, table and record.
+    const db = new Database(file);
+    db.exec(`
+      DROP TABLE run_steps;
+      ALTER TABLE runs DROP COLUMN agent;
+      ALTER TABLE runs DROP COLUMN config;
+      ALTER TABLE messages DROP COLUMN label;
+      DELETE FROM schema_migrations WHERE version = 8;
+    `);
+    db.close();
+
+    const store = createSqliteStore({ path: file, checkpointIntervalMs: 0 });
+    try {
+      expect(await store.getRun(TENANT, runId)).toMatchObject({ status: "completed", agent: "chat", config: null });
+      expect((await store.listMessages(TENANT, "thr_old")).map((message) => message.label)).toEqual([null, null]);
+      expect(await store.listRunSteps(TENANT, runId)).toEqual([]);
+      // New work on the upgraded file: a run of another agent with a plan.
+      const next = await completedTurn(store, "thr_new", T0 + 10_000);
+      await store.saveSteps({ tenantId: TENANT, runId: next.runId, steps: [{ stepId: "a", status: "cancelled" }] });
+      expect((await store.listRunSteps(TENANT, next.runId)).map((step) => step.status)).toEqual(["cancelled"]);
+      expect((await checkStore(store)).violations).toEqual([]);
+    } finally {
+      await store.close();
+    }
+    const reader = new Database(file, { readonly: true });
+    try {
+      expect(reader.prepare("SELECT MAX(version) AS version FROM schema_migrations").get()).toEqual({ version: 8 });
+    } finally {
+      reader.close();
+    }
+  });
+});
+
+describe("a plan's statements", () => {
+  it("search by key: none reads a table whole or sorts it, so a step costs the same at the 1,000th as at the 10th", async () => {
+    const db = new Database(":memory:");
+    migrate(db);
+    const texts = new Set<string>();
+    const prepare = db.prepare.bind(db);
+    db.prepare = ((source: string) => {
+      texts.add(source);
+      return prepare(source);
+    }) as typeof db.prepare;
+    const store = new SqlStore(new SqliteDriver(db));
+    try {
+      await completedTurn(store, "thr_done", T0);
+      await store.createThread({ tenantId: TENANT, threadId: "thr_plan", checkpointId: createId("cp"), metadata: {}, now: T0 });
+      const created = await store.createRun({
+        tenantId: TENANT,
+        runId: "run_plan",
+        threadId: "thr_plan",
+        input: { role: "user", content: "plan" },
+        inputMessageId: createId("msg"),
+        checkpointId: createId("cp"),
+        idempotencyKey: null,
+        requestHash: "h",
+        model: "demo",
+        agent: "planner",
+        onDisconnect: "continue",
+        recoveryPolicy: "fail",
+        expectedStateVersion: null,
+        now: T0 + 1,
+      });
+      expect(created.kind).toBe("created");
+      await store.claimRun({ tenantId: TENANT, runId: "run_plan", owner: "w", leaseExpiresAt: T0 + 60_000, now: T0 + 2 });
+      await store.saveSteps({ tenantId: TENANT, runId: "run_plan", steps: [{ stepId: "a", status: "in_progress" }, { stepId: "b", ordinal: 1, status: "not_started" }] });
+      expect((await store.completeStep({ tenantId: TENANT, runId: "run_plan", stepId: "a", checkpointId: createId("cp"), result: "{}", now: T0 + 3 })).kind).toBe("completed");
+      const publish = { tenantId: TENANT, runId: "run_plan", role: "assistant" as const, content: "b", completedStepId: "b", recordsStep: true, stats: {} };
+      await store.publishMessage({ ...publish, messageId: createId("msg"), checkpointId: createId("cp"), complete: false, now: T0 + 4 });
+      await store.publishMessage({ ...publish, messageId: createId("msg"), checkpointId: createId("cp"), complete: true, now: T0 + 5 });
+      await store.listRunSteps(TENANT, "run_plan");
+    } finally {
+      await store.close();
+    }
+    const plan = new Database(":memory:");
+    migrate(plan);
+    try {
+      const stepTexts = [...texts].filter((text) => text.includes("run_steps"));
+      expect(stepTexts.length).toBeGreaterThanOrEqual(5);
+      for (const text of texts) {
+        if (/^(BEGIN|COMMIT|ROLLBACK)/.test(text)) continue;
+        const placeholders = (text.match(/\?/g) ?? []).length;
+        const details = (plan.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...Array<null>(placeholders).fill(null)) as { detail: string }[]).map((row) => row.detail);
+        expect({ text, details: details.filter((detail) => /^SCAN |TEMP B-TREE/.test(detail)) }).toEqual({ text, details: [] });
+      }
+    } finally {
+      plan.close();
     }
   });
 });

@@ -1,0 +1,157 @@
+/**
+ * What only the PostgreSQL adapter has: its migrations on an existing schema, and its round trips
+ * (each one costs a network hop, so the per-step writes are held to a count). The contract itself
+ * is tested on every adapter by the conformance suite (test/conformance/).
+ */
+import pg from "pg";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { checkStore } from "../../check/index.js";
+import { createId } from "../../core/index.js";
+import { dropTestSchema, newTestSchemaName, TEST_PG_URL } from "../../testing/postgres-test-database.js";
+import { SqlStore } from "../sql/sql-store.js";
+import type { Store } from "../store.js";
+import { PgDriver } from "./pg-driver.js";
+import { createPool, createPostgresStore } from "./postgres-store.js";
+import { PG_MIGRATIONS } from "./schema.js";
+
+const TENANT = "tenant_a";
+const T0 = 1_700_000_000_000;
+
+let schema: string;
+
+beforeEach(() => {
+  schema = newTestSchemaName("tm_pgstore");
+});
+
+afterEach(async () => {
+  await dropTestSchema(schema);
+});
+
+/** Runs `sql` in the test's schema on a connection of its own. */
+async function admin(sql: string): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: TEST_PG_URL });
+  await client.connect();
+  try {
+    await client.query(`SET search_path = ${schema}`);
+    return await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A running run on a new thread of `store`. */
+async function runningRun(store: Store, threadId: string, now: number): Promise<string> {
+  await store.createThread({ tenantId: TENANT, threadId, checkpointId: createId("cp"), metadata: {}, now });
+  const created = await store.createRun({
+    tenantId: TENANT,
+    runId: createId("run"),
+    threadId,
+    input: { role: "user", content: "hello" },
+    inputMessageId: createId("msg"),
+    checkpointId: createId("cp"),
+    idempotencyKey: null,
+    requestHash: "hash-hello",
+    model: "demo",
+    onDisconnect: "continue",
+    recoveryPolicy: "fail",
+    expectedStateVersion: null,
+    now: now + 1,
+  });
+  if (created.kind !== "created") throw new Error(`run not created: ${created.kind}`);
+  await store.claimRun({ tenantId: TENANT, runId: created.run.runId, owner: "w", leaseExpiresAt: now + 60_000, now: now + 2 });
+  return created.run.runId;
+}
+
+const publishInput = (runId: string, completedStepId: string, now: number) => ({
+  tenantId: TENANT,
+  runId,
+  messageId: createId("msg"),
+  checkpointId: createId("cp"),
+  role: "assistant" as const,
+  content: `the answer of ${completedStepId}`,
+  completedStepId,
+  stats: {},
+  now,
+});
+
+describe("migration 3 (agents and plan steps)", () => {
+  it("upgrades a version-2 schema in place: its runs are `chat` without config, its messages unlabelled", async () => {
+    const writer = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 2 });
+    const runId = await runningRun(writer, "thr_old", T0);
+    await writer.publishMessage({ ...publishInput(runId, "step-1", T0 + 3), complete: true });
+    await writer.close();
+    // The schema as version 2 left it: without migration 3's columns, table and record.
+    await admin(`
+      DROP TABLE run_steps;
+      ALTER TABLE runs DROP COLUMN agent, DROP COLUMN config;
+      ALTER TABLE messages DROP COLUMN label;
+      DELETE FROM schema_migrations WHERE version = 3;
+    `);
+
+    const store = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 2 });
+    try {
+      expect(await store.getRun(TENANT, runId)).toMatchObject({ status: "completed", agent: "chat", config: null });
+      expect((await store.listMessages(TENANT, "thr_old")).map((message) => message.label)).toEqual([null, null]);
+      const next = await runningRun(store, "thr_new", T0 + 10_000);
+      await store.saveSteps({ tenantId: TENANT, runId: next, steps: [{ stepId: "a", status: "in_progress" }] });
+      await store.finishRun({ tenantId: TENANT, runId: next, to: "failed", from: ["running"], stats: {}, now: T0 + 10_010 });
+      expect((await store.listRunSteps(TENANT, next)).map((step) => step.status)).toEqual(["failed"]);
+      expect((await checkStore(store)).violations).toEqual([]);
+    } finally {
+      await store.close();
+    }
+    const { rows } = await admin("SELECT MAX(version) AS version FROM schema_migrations");
+    expect(rows[0]).toEqual({ version: PG_MIGRATIONS.at(-1)!.version });
+  });
+});
+
+describe("round trips of a plan's writes", () => {
+  let driver: PgDriver;
+  let store: SqlStore;
+
+  beforeEach(async () => {
+    await (await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 1 })).close();
+    driver = new PgDriver(createPool({ url: TEST_PG_URL, schema, poolSize: 2 }));
+    store = new SqlStore(driver);
+  });
+
+  afterEach(async () => {
+    await store.close();
+  });
+
+  /** The round trips `work` costs (statements, BEGIN and COMMIT). */
+  async function roundTrips(work: () => Promise<unknown>): Promise<number> {
+    const before = driver.roundTrips;
+    await work();
+    return driver.roundTrips - before;
+  }
+
+  it("a publication that records no step costs what it did (7); recording its step costs one more", async () => {
+    const runId = await runningRun(store, "thr_publish", T0);
+
+    const plain = await roundTrips(() => store.publishMessage({ ...publishInput(runId, "model-1", T0 + 3), complete: false }));
+    const recorded = await roundTrips(() => store.publishMessage({ ...publishInput(runId, "model-2", T0 + 4), complete: false, recordsStep: true }));
+
+    expect(plain).toBe(7);
+    expect(recorded).toBe(plain + 1);
+  });
+
+  it("completing a step costs the same whatever the number of steps before it", async () => {
+    const runId = await runningRun(store, "thr_plan", T0);
+    const complete = (stepId: string, now: number) =>
+      roundTrips(async () => {
+        const result = await store.completeStep({ tenantId: TENANT, runId, stepId, checkpointId: createId("cp"), result: "{}", now });
+        expect(result.kind).toBe("completed");
+      });
+
+    const first = await complete("step-0", T0 + 3);
+    const steps = Array.from({ length: 200 }, (_, index) => ({ stepId: `step-${index + 1}`, ordinal: index + 1, status: "not_started" as const }));
+    await store.saveSteps({ tenantId: TENANT, runId, steps });
+    const later = await complete("step-200", T0 + 4);
+    const added = await complete("step-new", T0 + 5);
+
+    expect(first).toBe(7);
+    expect([later, added]).toEqual([first, first]);
+    expect((await store.listRunSteps(TENANT, runId)).at(-1)).toMatchObject({ stepId: "step-new", ordinal: 201 });
+  });
+});
