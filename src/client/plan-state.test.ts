@@ -43,6 +43,7 @@ const step = (status: StepStatusView, fields: Partial<PlanStep> = {}): PlanStep 
   dependsOn: [],
   parentStepId: null,
   hasStarted: false,
+  isOwnWorkDone: false,
   isReused: false,
   reusedFromRunId: null,
   checkpointId: null,
@@ -86,7 +87,8 @@ describe("a run's plan on the client", () => {
       stepEvent("subtask-1", "in_progress"),
     ].reduce(applyPlanEvent, emptyPlan(RUN_ID, "research"));
     expect(statuses(plan)).toEqual(["plan:completed", "subtask-1:in_progress", "subtask-2:not_started"]);
-    expect(plan.steps[0]).toMatchObject({ hasStarted: true, checkpointId: "cp_plan" });
+    expect(plan.steps[0]).toMatchObject({ hasStarted: true, isOwnWorkDone: true, checkpointId: "cp_plan" });
+    expect(plan.steps[1]).toMatchObject({ hasStarted: true, isOwnWorkDone: false });
   });
 
   it("tells a step cut in progress from one that never started", () => {
@@ -133,6 +135,7 @@ describe("a run's plan on the client", () => {
       [true, true],
     ]);
     expect(read.steps[2]).toMatchObject({ reusedFromRunId: "run_old", messageId: "msg_c" });
+    expect(read.runStatus).toBe("running");
     expect(applyRunSteps(read, { run_id: "run_other", status: "running", steps: [] })).toBe(read);
   });
 

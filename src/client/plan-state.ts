@@ -5,6 +5,7 @@
  * every merge only moves a step forward: a status never goes back, and a terminal one is sticky.
  */
 import type { RunEvent } from "../core/run-event.js";
+import type { RunStatus } from "../core/run-status.js";
 import type { RunStepsView, StepStatusView, StepView } from "./wire-types.js";
 
 /** One step of a run's plan. */
@@ -16,6 +17,11 @@ export interface PlanStep {
   parentStepId: string | null;
   /** The step began its work in this run (seen in progress, or the server has its start time). A cancelled step that never began was never started. */
   hasStarted: boolean;
+  /**
+   * Its own work was done and checkpointed (it waited for the steps it added, or completed): a
+   * step cancelled after that was not cut in its own work.
+   */
+  isOwnWorkDone: boolean;
   /** A Continue carried its completion over from the stopped run instead of running it again. */
   isReused: boolean;
   /** The run whose work was reused (from `GET …/steps`; null until read, or when not reused). */
@@ -37,6 +43,8 @@ export interface PlanState {
   steps: readonly PlanStep[];
   /** The steps the server named as still finishing after a Stop (`run.cancelling`). */
   finishing: readonly string[];
+  /** The run's status as the last `GET …/steps` said (null before one); the session's run state is fresher. */
+  runStatus: RunStatus | null;
 }
 
 const RANK: Readonly<Record<StepStatusView, number>> = {
@@ -55,7 +63,7 @@ export function isTerminalStepStatus(status: StepStatusView): boolean {
 
 /** An empty plan for `runId`. */
 export function emptyPlan(runId: string, agent: string | null = null): PlanState {
-  return { runId, agent, steps: [], finishing: [] };
+  return { runId, agent, steps: [], finishing: [], runStatus: null };
 }
 
 /** The plan `plan` for run `runId` with its agent known: the same plan when it is that run's, else a new empty one. */
@@ -78,6 +86,7 @@ export function applyPlanEvent(plan: PlanState, event: RunEvent): PlanState {
       parentStepId: event.parent_step_id,
       // A cancelled step may never have begun: only the events before it (or the server's start time) can say.
       hasStarted: event.status !== "not_started" && event.status !== "cancelled",
+      isOwnWorkDone: event.status === "children_in_progress" || event.status === "completed",
       isReused: event.reused,
       reusedFromRunId: null,
       checkpointId: event.checkpoint_id,
@@ -90,7 +99,8 @@ export function applyPlanEvent(plan: PlanState, event: RunEvent): PlanState {
 /** Takes a `GET /v1/runs/{id}/steps` reply: its order, and whatever moves a step forward or tells more about it. */
 export function applyRunSteps(plan: PlanState, view: RunStepsView): PlanState {
   if (view.run_id !== plan.runId) return plan;
-  const merged = mergeSteps(plan, view.steps.map(stepFromView));
+  const read = mergeSteps(plan, view.steps.map(stepFromView));
+  const merged = read.runStatus === view.status ? read : { ...read, runStatus: view.status };
   // The server's order is the planned one; steps only an event has named yet stay after it.
   const order = new Map(view.steps.map((step, index) => [step.step_id, index]));
   const steps = [...merged.steps].sort((a, b) => (order.get(a.stepId) ?? Infinity) - (order.get(b.stepId) ?? Infinity));
@@ -105,6 +115,7 @@ function stepFromView(step: StepView): PlanStep {
     dependsOn: step.depends_on,
     parentStepId: step.parent_step_id,
     hasStarted: step.started_at !== null,
+    isOwnWorkDone: step.checkpoint_id !== null,
     isReused: step.reused_from_run_id !== null,
     reusedFromRunId: step.reused_from_run_id,
     checkpointId: step.checkpoint_id,
@@ -138,6 +149,7 @@ export function mergeStep(known: PlanStep, seen: PlanStep): PlanStep {
     dependsOn: known.dependsOn.length > 0 || seen.dependsOn.length === 0 ? known.dependsOn : seen.dependsOn,
     parentStepId: known.parentStepId ?? seen.parentStepId,
     hasStarted: known.hasStarted || seen.hasStarted,
+    isOwnWorkDone: known.isOwnWorkDone || seen.isOwnWorkDone,
     isReused: known.isReused || seen.isReused,
     reusedFromRunId: known.reusedFromRunId ?? seen.reusedFromRunId,
     checkpointId: known.checkpointId ?? seen.checkpointId,
