@@ -51,6 +51,18 @@ export function Conversation(props: ConversationProps) {
     if (isFirstView || isPinned.current) element.scrollTop = element.scrollHeight;
   }, [threadId, history.length, props.markers.length, props.operations.length, draftLength, isWaiting, tailKey]);
 
+  // The view shrinks when something below it grows (the agent picker, a panel above the field):
+  // one that was at the end stays there.
+  useEffect(() => {
+    const element = scroller.current;
+    if (!element || typeof ResizeObserver === "undefined") return;
+    const observer = new ResizeObserver(() => {
+      if (isPinned.current) element.scrollTop = element.scrollHeight;
+    });
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, []);
+
   function onScroll(): void {
     const element = scroller.current;
     if (element) isPinned.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80;
