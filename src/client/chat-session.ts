@@ -144,11 +144,15 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
         if (isTerminalEvent(notice.event.type) && isPlanRun(state)) background(refreshPlan());
         return;
       }
-      case "connection":
+      case "connection": {
+        const isRejoined = state.connection.status === "reconnecting" && notice.state === "connected";
         if (canConnectionTransition(state.connection.status, notice.state)) {
           update({ ...state, connection: { status: notice.state, failure: notice.failure ?? null } });
         }
+        // Back after a drop: the replay brings the events, the server's rows the start times.
+        if (isRejoined && isPlanRun(state)) background(refreshPlan());
         return;
+      }
       case "reload":
         // The buffer is gone or has a gap: history is the truth; replay the run once more if it is live.
         background(reload(true));
