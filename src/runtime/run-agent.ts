@@ -14,10 +14,11 @@ export interface AgentStart {
   checkpoints: ReadonlyMap<string, CheckpointRecord>;
 }
 
-/** A completed step of the stopped run a Continue builds on: reused, never run again. */
+/** A completed step of the stopped run a Continue builds on (or of this run's earlier attempt): reused, never run again. */
 interface ReusableStep {
   row: RunStepRecord;
-  reusedFromRunId: string;
+  /** The run whose work it was; null when it is this run's own (an earlier attempt's). */
+  reusedFromRunId: string | null;
 }
 
 /**
@@ -36,7 +37,7 @@ export async function runAgent(execution: RunExecution, start: AgentStart): Prom
     messages: start.context,
     tools: execution.toolDefinitions.map((tool) => ({ ...tool, effect: execution.tools.get(tool.name)?.effect ?? "none" })),
   };
-  const reusable = run.input === null && !agent.continuesFromHistory ? await reusableSteps(execution, start.checkpoints) : new Map<string, ReusableStep>();
+  const reusable = agent.continuesFromHistory ? new Map<string, ReusableStep>() : await reusableSteps(execution, start.checkpoints);
   const messages = new Map(start.history.map((message) => [message.messageId, message]));
   const journal = new StepJournal({ run: () => execution.run, store: execution.store, clock: execution.clock, logger: execution.logger, emit: execution.emit });
   execution.steps = journal;
@@ -157,18 +158,28 @@ function reuse(journal: StepJournal, earlier: ReusableStep, messages: ReadonlyMa
 }
 
 /**
- * The completed steps of the run whose Stop this Continue builds on (its `cancel_accepted`
- * checkpoint, past fragments, deletions and forks made after it), if that run ran the same agent.
+ * The steps whose own work is already checkpointed: this run's, on a later attempt; else, for a
+ * Continue, those of the run whose Stop it builds on (its `cancel_accepted` checkpoint, past
+ * fragments, deletions and forks made after it), if that run ran the same agent.
  */
 async function reusableSteps(execution: RunExecution, checkpoints: ReadonlyMap<string, CheckpointRecord>): Promise<Map<string, ReusableStep>> {
   const { run, store } = execution;
   const reusable = new Map<string, ReusableStep>();
+  // A later attempt of this run (its worker was lost and it resumes) keeps what its earlier attempts completed.
+  if (run.attempt > 1) {
+    for (const row of await store.listRunSteps(run.tenantId, run.runId)) {
+      if (row.checkpointId !== null) reusable.set(row.stepId, { row, reusedFromRunId: row.reusedFromRunId });
+    }
+    return reusable;
+  }
+  if (run.input !== null) return reusable;
   const stopped = stoppedAt(checkpoints, run.baseCheckpointId);
   if (!stopped?.runId) return reusable;
   const earlier = await store.getRun(run.tenantId, stopped.runId);
   if (!earlier || earlier.agent !== run.agent) return reusable;
   for (const row of await store.listRunSteps(run.tenantId, earlier.runId)) {
-    if (row.status === "completed" && row.checkpointId !== null) {
+    // Its own work is durable: reused even if it ended `cancelled` because steps it added were cut.
+    if (row.checkpointId !== null) {
       reusable.set(row.stepId, { row, reusedFromRunId: row.reusedFromRunId ?? earlier.runId });
     }
   }
