@@ -159,18 +159,17 @@ describe.skipIf(!hasChromium)("the web app in chromium: a research plan, Stop, C
     expect([run.body.status, run.body.agent]).toEqual(["completed", "research"]);
 
     const continuedRows = await steps(continuedRunId);
+    // Reused: every step whose own work the stopped run checkpointed (the kept sections, and the plan itself).
+    const checkpointed = stoppedRows.filter((row) => row.checkpoint_id !== null).map((row) => row.step_id);
+    expect(checkpointed).toEqual(["plan", ...kept]);
     const reused = continuedRows.filter((row) => row.reused_from_run_id !== null);
-    expect(reused.map((row) => row.step_id)).toEqual(kept);
+    expect(reused.map((row) => row.step_id)).toEqual(checkpointed);
     expect(new Set(reused.map((row) => row.reused_from_run_id))).toEqual(new Set([stoppedRunId]));
-    for (const row of continuedRows.filter((entry) => isSubtask(entry.step_id) || entry.step_id === "synthesis")) expect(row.status).toBe("completed");
+    for (const row of continuedRows) expect(row.status).toBe("completed");
     // The model was asked for the unfinished subtasks and the synthesis, and nothing it had already written.
     expect([...recording.asked.slice(askedBefore)].sort()).toEqual([...unfinished.map((stepId) => SUBTASKS[Number(stepId.slice("subtask-".length)) - 1]!), "synthesis"].sort());
 
-    const shown = await shownOutcomes(plan);
-    const expectedAfterContinue = Object.fromEntries(
-      continuedRows.filter((row) => isSubtask(row.step_id) || row.step_id === "synthesis").map((row) => [row.step_id, expectedOutcome(row)]),
-    );
-    expect(Object.fromEntries(Object.entries(shown).filter(([stepId]) => stepId in expectedAfterContinue))).toEqual(expectedAfterContinue);
+    await expect.poll(() => shownOutcomes(plan), WAIT).toEqual(Object.fromEntries(continuedRows.map((row) => [row.step_id, expectedOutcome(row)])));
     expect(await plan.locator('.plan-step[data-outcome="reused"] .step-badge').first().textContent()).toBe("Completed · kept from the stopped run");
 
     // All twelve sections are in the conversation once, then the answer, as an ordinary message.

@@ -30,7 +30,7 @@ export const OUTCOME_BADGE: Readonly<Record<StepOutcome, { text: string; tone: "
   failed: { text: "Failed", tone: "danger" },
   cut: { text: "Cancelled · cut by the Stop", tone: "warn" },
   never_started: { text: "Cancelled · never started", tone: "" },
-  stopped_waiting: { text: "Cancelled · its own work was done", tone: "" },
+  stopped_waiting: { text: "Cancelled · its own work is kept", tone: "" },
 };
 
 /** The outcome of `step`; `finishing`: the steps the server said are still winding down after a Stop. */
