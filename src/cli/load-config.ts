@@ -40,7 +40,7 @@ export async function loadConfig(request: ConfigRequest): Promise<LoadedConfig |
   const path = request.file ? namedFile(request.file, request.setting ?? "--config", request.cwd) : foundFile(request.cwd);
   if (path === undefined) return undefined;
   const file = shown(path, request.cwd);
-  const refuse = (message: string, cause?: unknown) => new ConfigurationError(`${file}: ${sentence(message)}`, { setting: "--config", cause });
+  const refuse = (message: string, cause?: unknown) => new ConfigurationError(`${file}: ${sentence(oneLine(message))}`, { setting: "--config", cause });
   const load = TYPESCRIPT.has(extname(path)) ? await typeScriptImport(file) : nativeImport;
   let namespace: unknown;
   try {
