@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent } from "../src/core/index.js";
 import { readSseEvents } from "../src/stream/index.js";
 import { waitForRun } from "./support/cluster.js";
@@ -161,26 +161,33 @@ describe("tidemark serve refuses a config file it cannot use (real process)", ()
 
 describe("a custom agent deployed from a config file, end to end (real process)", () => {
   let dir: string;
-  let server: ServerProcess | undefined;
+  /** Every server a test started: one whose test failed before stopping it is killed after each test. */
+  const servers: ServerProcess[] = [];
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "tidemark-agents-e2e-"));
   });
-  afterAll(async () => {
-    if (server) {
-      server.child.kill("SIGKILL");
+  afterEach(async () => {
+    for (const server of servers.splice(0)) {
+      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGKILL");
       await server.exited;
     }
+  });
+  afterAll(() => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const stop = async (): Promise<void> => {
-    server!.child.kill("SIGTERM");
-    await server!.exited;
-    server = undefined;
+  const serve = async (options: Parameters<typeof startServerProcess>[0]): Promise<ServerProcess> => {
+    const server = await startServerProcess(options);
+    servers.push(server);
+    return server;
+  };
+  const stop = async (server: ServerProcess): Promise<void> => {
+    server.child.kill("SIGTERM");
+    await server.exited;
   };
 
   it("serves examples/agents: the compare agent lists, validates its config, and runs its plan to the answer", async () => {
-    server = await startServerProcess({ dbPath: join(dir, "compare.db"), port: await freePort(), env: FAST_DEMO, args: ["--no-web", "--config", EXAMPLE] });
+    const server = await serve({ dbPath: join(dir, "compare.db"), port: await freePort(), env: FAST_DEMO, args: ["--no-web", "--config", EXAMPLE] });
     const base = server.url;
 
     const agents = (await call(base, "/v1/agents")).body.agents as any[];
@@ -254,7 +261,7 @@ describe("a custom agent deployed from a config file, end to end (real process)"
       expect(block.content).toContain(`Option: ${item}`);
       expect(steps.steps[index].message_id).toBe(block.message_id);
     });
-    await stop();
+    await stop(server);
   });
 
   it("loads a tidemark.config.ts (through tsx) and runs its agent", async () => {
@@ -284,7 +291,7 @@ export default {
 };
 `,
     );
-    server = await startServerProcess({
+    const server = await serve({
       dbPath: join(dir, "typescript.db"),
       port: await freePort(),
       env: FAST_DEMO,
@@ -301,7 +308,7 @@ export default {
     expect((await readEvents(base, started.body.run_id)).at(-1)!.type).toBe("run.completed");
     const history = (await call(base, `/v1/threads/${started.body.thread_id}/history`)).body;
     expect(history.messages.at(-1)).toMatchObject({ role: "assistant", content: "Hello, Tidemark!" });
-    await stop();
+    await stop(server);
   });
 
   it("a process that does not deploy a run's agent fails the run, naming the agent", async () => {
@@ -309,8 +316,8 @@ export default {
     const port = await freePort();
     // A slow generation to cut, and a short lease so the next process recovers the run at once.
     const slow = { TIDEMARK_MODEL: "demo", TIDEMARK_DEMO_WORDS_PER_SECOND: "40", TIDEMARK_DEMO_WORDS: "400", TIDEMARK_LEASE_MS: "400" };
-    server = await startServerProcess({ dbPath, port, env: slow, args: ["--no-web", "--config", EXAMPLE] });
-    const started = await startRun(server.url, {
+    const first = await serve({ dbPath, port, env: slow, args: ["--no-web", "--config", EXAMPLE] });
+    const started = await startRun(first.url, {
       agent: "compare",
       config: { items: ["tea", "coffee"] },
       input: { role: "user", content: "Which drink for the morning?" },
@@ -318,12 +325,12 @@ export default {
     });
     expect(started.status).toBe(201);
     const runId = started.body.run_id as string;
-    await readEvents(server.url, runId, (event) => event.type === "message.delta");
-    server.child.kill("SIGKILL");
-    await server.exited;
+    await readEvents(first.url, runId, (event) => event.type === "message.delta");
+    first.child.kill("SIGKILL");
+    await first.exited;
 
     // The same database without the config: the built-in agents only, as a worker started without it.
-    server = await startServerProcess({ dbPath, port, env: slow, args: ["--no-web"] });
+    const server = await serve({ dbPath, port, env: slow, args: ["--no-web"] });
     const base = server.url;
     expect(((await call(base, "/v1/agents")).body.agents as any[]).map((agent) => agent.name)).toEqual(["chat", "research"]);
     const failed = await waitForRun(base, runId, (run) => run.status === "failed");
@@ -335,6 +342,6 @@ export default {
     // A new run of it is refused at once by this (API) process.
     const refused = await startRun(base, { agent: "compare", config: { items: ["tea", "coffee"] }, input: { role: "user", content: "Which?" } });
     expect(refused.body).toMatchObject({ error: "agent_not_found", agent: "compare" });
-    await stop();
+    await stop(server);
   });
 });
