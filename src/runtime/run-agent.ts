@@ -97,7 +97,9 @@ async function runStep(
       journal.recorded(step.id, { checkpointId: record.checkpointId, messageId: null, result: null, reusedFromRunId: null });
       return record.outcome;
     }
-    return await completeStep(execution, journal, step.id, value ?? null, running.keepGenerations());
+    const completed = await completeStep(execution, journal, step.id, value ?? null, running.generationStats());
+    running.keepGenerations();
+    return completed;
   } catch (error) {
     // The run stopped being `running` under this step (a cancel recorded elsewhere, or the end):
     // that is the Stop reaching the plan, so the step is cut, not failed, and nothing else starts.
