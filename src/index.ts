@@ -26,6 +26,7 @@ export { createApp, startServer, createServerMetrics, parseApiKeys } from "./ser
 export { checkStore, formatCheckReport } from "./check/index.js";
 export { defineTool, createDemoTools, createDemoOutbox } from "./tools/index.js";
 export { defineAgent, AgentDefinitionError, createChatAgent, createResearchAgent } from "./agents/index.js";
+export { defineConfig, type TidemarkConfig } from "./config/index.js";
 export type {
   Agent,
   AgentDefinition,

@@ -4,6 +4,8 @@ import { ConfigurationError, type RecoveryPolicy, type Timers } from "./core/ind
 import { createPostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/index.js";
 import type { Tool } from "./tools/index.js";
+import type { Agent } from "./agents/index.js";
+import { checkAgents } from "./config/index.js";
 import { createSqliteStore } from "./store/sqlite/index.js";
 import {
   createDemoModel,
@@ -57,6 +59,13 @@ export interface TidemarkOptions {
   timers?: Timers;
   /** The tools the model may call. */
   tools?: readonly Tool[];
+  /**
+   * The agents runs may name (DESIGN §11; `defineAgent`), deployed beside the built-in `chat` (the
+   * default) and `research`; one with a built-in's name replaces it. Checked before anything is
+   * opened (`AgentDefinitionError`). Every process of a deployment, API and worker alike, needs
+   * the same agents: a worker fails a run whose agent it does not deploy.
+   */
+  agents?: readonly Agent[];
   /** The built web app's directory, served at `/` (the CLI passes `dist/web`); none when left out. */
   webRoot?: string;
 }
@@ -78,7 +87,7 @@ const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
  * Starts the embedded product: SQLite + the runtime + the HTTP API.
  *
  * @example
- * const tidemark = await startTidemark({ dbPath: "./tidemark.db", port: 8787 });
+ * const tidemark = await startTidemark({ dbPath: "./tidemark.db", port: 8787, agents: [compareAgent] });
  * console.log(`serving ${tidemark.url}`);
  */
 export async function startTidemark(options: TidemarkOptions = {}): Promise<Tidemark> {
@@ -87,6 +96,8 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
   if (apiKeys.size === 0 && !LOOPBACK.has(host)) {
     throw new ConfigurationError(`Without TIDEMARK_API_KEYS the server only binds a loopback address, not ${host}.`, { setting: "host" });
   }
+  // An agent that cannot be deployed refuses the start before a database is opened (the runtime would refuse it after).
+  checkAgents(options.agents ?? []);
   const logger = options.logger ?? silentLogger;
   const role = options.role ?? "all";
   let store: Store;
@@ -115,6 +126,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     shieldTimeoutMs: options.shieldTimeoutMs,
     timers: options.timers,
     tools: options.tools,
+    agents: options.agents,
     observer: metrics.observer,
     role,
     cluster,

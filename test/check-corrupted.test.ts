@@ -13,7 +13,11 @@ import { createId } from "../src/core/ids.js";
 import type { Store } from "../src/store/index.js";
 import { createSqliteStore } from "../src/store/sqlite/index.js";
 
-/** The ids of one seeded thread: v1 root, v2 input 1, v3 answer 1, v4 input 2, v5 cancel 2. */
+/**
+ * The ids of one seeded thread: v1 root, v2 input 1, v3 answer 1, v4 input 2, v5 cancel 2. The
+ * first run's answer records its step `step-1`; the second run's plan had `search` working and
+ * `write` (after it) not started when it was cancelled.
+ */
 interface Seeded {
   tenantId: string;
   threadId: string;
@@ -72,6 +76,7 @@ async function seedThread(store: Store, tenantId: string): Promise<Seeded> {
       role: "assistant",
       content: "hi there",
       completedStepId: "step-1",
+      recordsStep: true,
       stats: { llmCallCount: 1, outputTokens: 3 },
       complete: true,
       now: tick(),
@@ -81,6 +86,14 @@ async function seedThread(store: Store, tenantId: string): Promise<Seeded> {
   expect(published.run.status).toBe("completed");
 
   const cancelledRunId = await startRun("tell me a long story", 3);
+  await store.saveSteps({
+    tenantId,
+    runId: cancelledRunId,
+    steps: [
+      { stepId: "search", ordinal: 0, status: "in_progress", startedAt: now },
+      { stepId: "write", ordinal: 1, status: "not_started", dependsOn: ["search"] },
+    ],
+  });
   const cancelCheckpointId = createId("cp");
   const accepted = expectKind(
     await store.requestCancel({
@@ -118,12 +131,13 @@ interface Corruption {
 const corruptions: Corruption[] = [
   {
     // The answer's checkpoint goes: its message is unbacked (1), the second run's base and the next
-    // checkpoint both name it (3, 3), and v3 is missing from the chain (5).
+    // checkpoint both name it (3, 3), v3 is missing from the chain (5), and the step it completed
+    // has lost what made it durable (10).
     name: "a checkpoint a message points at is deleted",
     corrupt: (db, s) => {
       db.prepare("DELETE FROM checkpoints WHERE tenant_id = ? AND checkpoint_id = ?").run(s.tenantId, s.answerCheckpointId);
     },
-    invariants: [1, 3, 3, 5],
+    invariants: [1, 3, 3, 5, 10],
   },
   {
     // Written with its own checkpoint as the new head, so only the cancel boundary is broken.
@@ -187,6 +201,51 @@ const corruptions: Corruption[] = [
       );
     },
     invariants: [3],
+  },
+  {
+    name: "a cancelled run's step is left working",
+    corrupt: (db, s) => {
+      db.prepare("UPDATE run_steps SET status = 'in_progress', ended_at = NULL WHERE tenant_id = ? AND run_id = ? AND step_id = 'search'").run(
+        s.tenantId,
+        s.cancelledRunId,
+      );
+    },
+    invariants: [9],
+  },
+  {
+    name: "a completed step loses the checkpoint that made it durable",
+    corrupt: (db, s) => {
+      db.prepare("UPDATE run_steps SET checkpoint_id = NULL WHERE tenant_id = ? AND run_id = ?").run(s.tenantId, s.completedRunId);
+    },
+    invariants: [10],
+  },
+  {
+    name: "a step starts after its dependency was cancelled",
+    corrupt: (db, s) => {
+      db.prepare("UPDATE run_steps SET started_at = ? WHERE tenant_id = ? AND run_id = ? AND step_id = 'write'").run(tick(), s.tenantId, s.cancelledRunId);
+    },
+    invariants: [11],
+  },
+  {
+    // Written with its own checkpoint as the new head, so only the cancel fence of the plan is broken.
+    name: "a step of the cancelled run completes after its cancel",
+    corrupt: (db, s) => {
+      const checkpointId = createId("cp");
+      db.prepare(
+        `INSERT INTO checkpoints (tenant_id, checkpoint_id, thread_id, parent_checkpoint_id, state_version, kind, run_id,
+           completed_step_id, created_at)
+         VALUES (?, ?, ?, ?, 6, 'step_completed', ?, 'search', ?)`,
+      ).run(s.tenantId, checkpointId, s.threadId, s.cancelCheckpointId, s.cancelledRunId, tick());
+      db.prepare("UPDATE threads SET state_version = 6, head_checkpoint_id = ? WHERE tenant_id = ? AND thread_id = ?").run(
+        checkpointId,
+        s.tenantId,
+        s.threadId,
+      );
+      db.prepare(
+        "UPDATE run_steps SET status = 'completed', checkpoint_id = ? WHERE tenant_id = ? AND run_id = ? AND step_id = 'search'",
+      ).run(checkpointId, s.tenantId, s.cancelledRunId);
+    },
+    invariants: [12],
   },
 ];
 
@@ -261,7 +320,17 @@ describe("checkStore on a corrupted SQLite file", () => {
     const expectedTotal = corruptions.reduce((sum, corruption) => sum + corruption.invariants.length, 0);
     expect(report.violations).toHaveLength(expectedTotal);
 
-    const [deleted, late, gap, terminal, lineage] = seeded as [Seeded, Seeded, Seeded, Seeded, Seeded];
+    const [deleted, late, gap, terminal, lineage, unfinished, undurable, started, fenced] = seeded as Seeded[] as [
+      Seeded,
+      Seeded,
+      Seeded,
+      Seeded,
+      Seeded,
+      Seeded,
+      Seeded,
+      Seeded,
+      Seeded,
+    ];
     expect(report.violations).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ invariant: 1, threadId: deleted.threadId, checkpointId: deleted.answerCheckpointId }),
@@ -274,12 +343,22 @@ describe("checkStore on a corrupted SQLite file", () => {
           detail: expect.stringContaining("leaves terminal status completed"),
         }),
         expect.objectContaining({ invariant: 3, threadId: lineage.threadId, runId: lineage.cancelledRunId }),
+        expect.objectContaining({ invariant: 9, threadId: unfinished.threadId, runId: unfinished.cancelledRunId, stepId: "search" }),
+        expect.objectContaining({ invariant: 10, threadId: undurable.threadId, runId: undurable.completedRunId, stepId: "step-1" }),
+        expect.objectContaining({ invariant: 11, threadId: started.threadId, runId: started.cancelledRunId, stepId: "write" }),
+        expect.objectContaining({
+          invariant: 12,
+          threadId: fenced.threadId,
+          runId: fenced.cancelledRunId,
+          stepId: "search",
+          detail: expect.stringContaining("at v6, after its cancel was accepted at v5"),
+        }),
       ]),
     );
 
     const lines = formatCheckReport(report).split("\n");
     expect(lines).toHaveLength(expectedTotal + 1);
-    expect(lines[0]).toMatch(/^invariant \d thr_\w+: /);
+    expect(lines[0]).toMatch(/^invariant \d+ thr_\w+: /);
     expect(lines).not.toContainEqual(expect.stringContaining("not applicable"));
     const threads = corruptions.length + 1;
     expect(lines.at(-1)).toBe(`${expectedTotal} violations in ${threads} threads (${2 * threads} runs, ${3 * threads + 1} messages)`);

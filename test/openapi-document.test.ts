@@ -75,7 +75,7 @@ describe("GET /v1/openapi.json", () => {
 
   it("tags every operation with one declared resource", () => {
     const declared = document.tags.map((tag) => tag.name);
-    expect(declared).toEqual(["threads", "runs", "messages", "operations", "system"]);
+    expect(declared).toEqual(["threads", "runs", "messages", "operations", "agents", "system"]);
     for (const { route, operation } of operations) {
       expect(operation.tags, route).toHaveLength(1);
       expect(declared, route).toContain(operation.tags![0]);
@@ -86,6 +86,8 @@ describe("GET /v1/openapi.json", () => {
     expect(tagOf("POST /v1/runs/{run_id}/fragments")).toBe("messages");
     expect(tagOf("POST /v1/runs/{run_id}/approve")).toBe("operations");
     expect(tagOf("GET /healthz")).toBe("system");
+    expect(tagOf("GET /v1/agents")).toBe("agents");
+    expect(tagOf("GET /v1/runs/{run_id}/steps")).toBe("runs");
   });
 
   it("declares the API key as a bearer scheme, required by every /v1 operation and by no system one", async () => {

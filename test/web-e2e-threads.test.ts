@@ -123,6 +123,8 @@ describe.skipIf(!hasChromium)("the web app in chromium: branches, the actions af
     await dialog.getByRole("button", { name: "Start a branch" }).click();
     await tab2.waitForURL((url) => /\/threads\/thr_/.test(url.pathname) && !url.pathname.endsWith(threadId), WAIT);
     const branchId = threadIdOf(tab2);
+    // The branch exists before its run does: wait for the answer, then for the thread to be idle.
+    await expect.poll(async () => (await history(branchId)).messages.length, WAIT).toBe(2);
     await settled(branchId);
 
     // Sent once, on the branch; the field is empty, so Enter sends nothing more.

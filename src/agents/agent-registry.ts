@@ -60,7 +60,8 @@ export class AgentRegistry {
 function jsonSchemaOf(agent: Agent): Record<string, unknown> {
   if (!agent.configSchema) return {};
   try {
-    return z.toJSONSchema(agent.configSchema, { unrepresentable: "any" }) as Record<string, unknown>;
+    // What a client sends (a field with a default is optional), not what the schema parses it into.
+    return z.toJSONSchema(agent.configSchema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
   } catch {
     // A schema JSON Schema cannot express (a transform, say) still validates; it is described as "any".
     return {};

@@ -12,7 +12,7 @@ import {
   type RunRecord,
   type RunStepRecord,
 } from "../core/index.js";
-import type { FindCheckpoint, Located } from "./check-thread.js";
+import type { FindCheckpoint, Located } from "./violation.js";
 
 /** Every violation of invariants 9 to 12 among the steps of one thread's runs, ordered by invariant. */
 export function checkPlans(runs: readonly RunRecord[], steps: readonly RunStepRecord[], find: FindCheckpoint): Located[] {

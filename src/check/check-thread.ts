@@ -7,6 +7,7 @@
  * of the thread's whole lineage, as the runtime builds it (see tool-call-tracker.ts). Invariant 2
  * (one idempotency key → one external action) is checked on the thread's operation ledger rows;
  * keys shared across threads of a tenant are found by `checkStore`, which sees every thread.
+ * Invariants 9 to 12 (a run's plan) are checked on the steps of the thread's runs (check-plans.ts).
  */
 import {
   canTransition,
@@ -18,29 +19,12 @@ import {
   type RunRecord,
   type RunTransitionRecord,
 } from "../core/index.js";
-import { checkPlans } from "./check-plans.js";
 import type { ThreadSnapshot } from "../store/index.js";
+import { checkPlans } from "./check-plans.js";
 import { ownLineage, type ThreadLineage } from "./lineage-walker.js";
+import type { FindCheckpoint, Located, Violation } from "./violation.js";
 
-/** One broken invariant, located as precisely as the rows allow. */
-export interface Violation {
-  /** The number of the invariant in docs/invariants.md (1 to 7 are the design contract's, 9 to 12 a plan's). */
-  invariant: number;
-  tenantId: string;
-  threadId: string;
-  runId?: string;
-  messageId?: string;
-  checkpointId?: string;
-  operationId?: string;
-  stepId?: string;
-  detail: string;
-}
-
-/** A violation before it is placed in its thread. */
-export type Located = Omit<Violation, "tenantId" | "threadId">;
-
-/** A checkpoint of the thread's lineage by id, or undefined. */
-export type FindCheckpoint = (checkpointId: string) => CheckpointRecord | undefined;
+export type { Violation } from "./violation.js";
 
 /**
  * Every violation of invariants 1 to 12 in one thread, ordered by invariant. A branch is checked

@@ -1,5 +1,5 @@
 /** `tidemark serve`: every setting is read and checked first, so a configuration that cannot work exits 2 before anything is opened. */
-import { InvalidArgumentError, type Command } from "commander";
+import { InvalidArgumentError, Option, type Command } from "commander";
 import { selectModel, MODEL_SPECS } from "../models/index.js";
 import { createJsonLogger, type ChatModel, type RuntimeRole } from "../runtime/index.js";
 import { DEFAULT_WEB_ROOT, parseApiKeys } from "../server/index.js";
@@ -8,8 +8,10 @@ import type { Store } from "../store/index.js";
 import { createSqliteStore } from "../store/sqlite/index.js";
 import { createDemoOutbox } from "../tools/demo-outbox.js";
 import { createDemoTools } from "../tools/demo-tools.js";
+import type { Tool } from "../tools/tool.js";
 import { environmentNumber, isPostgresUrl, wholeNumber } from "./cli-arguments.js";
 import { fail, messageOf } from "./fail.js";
+import { CONFIG_FILE_NAMES, loadConfig, type LoadedConfig } from "./load-config.js";
 
 interface ServeOptions {
   port: number;
@@ -20,6 +22,7 @@ interface ServeOptions {
   outbox?: string;
   model: string;
   web: string | false;
+  config?: string;
 }
 
 /** Adds `serve` to `program`. */
@@ -36,6 +39,11 @@ export function addServeCommand(program: Command): void {
     .option("--model <name>", `model: ${MODEL_SPECS.join(" | ")} (or TIDEMARK_MODEL)`, process.env.TIDEMARK_MODEL ?? "demo")
     .option("--web <dir>", "the built web app to serve at / (npm run build:web)", DEFAULT_WEB_ROOT)
     .option("--no-web", "serve the API only")
+    .addOption(
+      new Option("--config <file>", `the agents and tools to deploy (default ${CONFIG_FILE_NAMES.join(", ")} in the working directory, if any)`).env(
+        "TIDEMARK_CONFIG",
+      ),
+    )
     .action(serve);
 }
 
@@ -55,15 +63,22 @@ function numericSettings(env: NodeJS.ProcessEnv) {
   };
 }
 
-async function serve(options: ServeOptions): Promise<void> {
+async function serve(options: ServeOptions, command: Command): Promise<void> {
   const logger = createJsonLogger();
   let settings: ReturnType<typeof numericSettings>;
   let apiKeys: Map<string, string>;
   let model: ChatModel;
+  let config: LoadedConfig | undefined;
   try {
     settings = numericSettings(process.env);
     apiKeys = parseApiKeys(process.env.TIDEMARK_API_KEYS);
     model = selectModel(options.model, process.env, (error) => logger.warn({ error: String(error) }, "provider cancel call failed"));
+    // The config's own code runs here, before any database is opened: an agent it cannot deploy refuses the start.
+    config = await loadConfig({
+      file: options.config || undefined,
+      setting: command.getOptionValueSource("config") === "env" ? "TIDEMARK_CONFIG" : "--config",
+      cwd: process.cwd(),
+    });
   } catch (error) {
     fail(messageOf(error));
   }
@@ -83,7 +98,7 @@ async function serve(options: ServeOptions): Promise<void> {
   // The outbox stands for an external mail system: with PostgreSQL it is a file the workers of one machine share.
   const outboxPath = options.outbox ?? (isPostgres ? "./tidemark-outbox.db" : options.db);
   const outbox = isDemoTools ? createDemoOutbox(outboxPath, { sendDelayMs: settings.sendDelayMs }) : undefined;
-  const tools = outbox ? createDemoTools({ outbox, searchDelayMs: settings.searchDelayMs }) : [];
+  const tools = withConfigTools(outbox ? createDemoTools({ outbox, searchDelayMs: settings.searchDelayMs }) : [], config?.tools ?? []);
   const tidemark = await startTidemark({
     ...(isPostgres ? { databaseUrl: options.db, databaseSchema: options.schema } : { store }),
     role: options.role,
@@ -96,6 +111,7 @@ async function serve(options: ServeOptions): Promise<void> {
     logger,
     model,
     tools,
+    agents: config?.agents,
     leaseMs: settings.leaseMs,
     shieldTimeoutMs: settings.shieldTimeoutMs,
     eventTtlMs: settings.eventTtlMs,
@@ -106,8 +122,13 @@ async function serve(options: ServeOptions): Promise<void> {
     return fail(messageOf(error));
   });
   const where = isPostgres ? "postgres" : options.db;
-  logger.info({ url: tidemark.url, db: where, role: options.role, worker_id: tidemark.runtime.workerId, model: options.model }, "tidemark serving");
-  process.stdout.write(`Tidemark serving ${tidemark.url} (db ${where}, role ${options.role}, model ${options.model})\n`);
+  const agents = tidemark.runtime.agents.list().map((agent) => agent.name);
+  logger.info(
+    { url: tidemark.url, db: where, role: options.role, worker_id: tidemark.runtime.workerId, model: options.model, config: config?.file ?? null, agents },
+    "tidemark serving",
+  );
+  const deployed = config ? `, config ${config.file} with ${config.agents.map((agent) => agent.name).join(" ") || "no agents"}` : "";
+  process.stdout.write(`Tidemark serving ${tidemark.url} (db ${where}, role ${options.role}, model ${options.model}${deployed})\n`);
   let isStopping = false;
   const stop = (): void => {
     if (isStopping) return;
@@ -122,6 +143,12 @@ async function serve(options: ServeOptions): Promise<void> {
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+}
+
+/** The default tools and the config's: a config tool with a default tool's name replaces it. */
+function withConfigTools(defaults: readonly Tool[], configured: readonly Tool[]): Tool[] {
+  const names = new Set(configured.map((tool) => tool.name));
+  return [...defaults.filter((tool) => !names.has(tool.name)), ...configured];
 }
 
 function role(value: string): RuntimeRole {

@@ -9,12 +9,14 @@
  */
 import { TidemarkApiError } from "./tidemark-api-error.js";
 import type {
+  AgentListView,
   CancelView,
   CheckpointView,
   DeletedMessageView,
   HistoryView,
   MessageView,
   OperationView,
+  RunStepsView,
   RunView,
   StartRunBody,
   ThreadPage,
@@ -59,6 +61,10 @@ export interface TidemarkClient {
   listCheckpoints(threadId: string, options?: RequestOptions): Promise<{ thread_id: string; checkpoints: CheckpointView[] }>;
   startRun(threadId: string, body: StartRunBody, options?: { idempotencyKey?: string } & RequestOptions): Promise<RunView>;
   getRun(runId: string, options?: RequestOptions): Promise<RunView>;
+  /** The run's steps and their statuses (DESIGN §11); live changes arrive as `step.updated` events. */
+  getRunSteps(runId: string, options?: RequestOptions): Promise<RunStepsView>;
+  /** The deployed agents a run may name (`agent` of {@link StartRunBody}), each with its config JSON Schema. */
+  listAgents(options?: RequestOptions): Promise<AgentListView>;
   /** Stop. `waitMs`: answer only once the run is really terminal (or the wait ran out: `wait_timed_out`). */
   cancelRun(runId: string, options?: { reason?: string; waitMs?: number; expectedStateVersion?: number } & RequestOptions): Promise<CancelView>;
   approve(runId: string, options?: RequestOptions): Promise<RunView>;
@@ -133,6 +139,8 @@ export function createTidemarkClient(options: TidemarkClientOptions): TidemarkCl
         signal,
       }),
     getRun: (runId, options = {}) => request("GET", run(runId), options),
+    getRunSteps: (runId, options = {}) => request("GET", run(runId, "/steps"), options),
+    listAgents: (options = {}) => request("GET", "/v1/agents", options),
     cancelRun: (runId, { reason, waitMs, expectedStateVersion, signal } = {}) =>
       request("POST", run(runId, `/cancel${waitMs ? `?wait=${Math.round(waitMs)}` : ""}`), {
         json: {

@@ -14,6 +14,7 @@ import { canConnectionTransition } from "./connection-state.js";
 import { coalesce } from "./coalesce.js";
 import { createRunId } from "./create-run-id.js";
 import type { RunEventStreamOptions, StreamNotice } from "./event-stream.js";
+import { applyRunSteps, planForRun } from "./plan-state.js";
 import { followResumePoint, resumePointFromCheckpoints, resumePointFromHistory, type ResumePoint } from "./resume-point.js";
 import { createRunFollower } from "./run-follower.js";
 import { reduceRun, runFlags } from "./run-state.js";
@@ -22,8 +23,10 @@ import {
   applyHistory,
   applyRunEvent,
   initialSessionState,
+  isPlanRun,
   startRunBody,
   toSnapshot,
+  type AgentChoice,
   type AttemptedAction,
   type ChatSnapshot,
   type SessionState,
@@ -33,7 +36,7 @@ import { createSessionStop } from "./session-stop.js";
 import { stopAfterRun } from "./stop-state.js";
 import { TidemarkClientError } from "./tidemark-client-error.js";
 import { createWakeablePauses } from "./wakeable-pauses.js";
-import type { CancelView, MessageView, RunView, ThreadView } from "./wire-types.js";
+import type { CancelView, HistoryView, MessageView, RunView, ThreadView } from "./wire-types.js";
 
 /** Options for {@link createChatSession}. */
 export interface ChatSessionOptions {
@@ -52,8 +55,11 @@ export interface ChatSession {
   getSnapshot(): ChatSnapshot;
   /** Calls `listener` with every new snapshot; returns the unsubscribe function. */
   subscribe(listener: (snapshot: ChatSnapshot) => void): () => void;
-  /** A new message on the thread's head. Resolves undefined on a conflict (see `snapshot.conflict`). */
-  send(text: string): Promise<RunView | undefined>;
+  /**
+   * A new message on the thread's head, run by the chosen agent (default `chat`) with its config.
+   * Resolves undefined on a conflict (see `snapshot.conflict`).
+   */
+  send(text: string, choice?: AgentChoice): Promise<RunView | undefined>;
   /**
    * Stop: cancels the run, and resolves once the server says the run has ended (the last cancel
    * reply; `undefined` when there was no run to stop). The draft is kept apart and never becomes
@@ -61,10 +67,13 @@ export interface ChatSession {
    * says it is `unconfirmed` meanwhile); the outcome may be `completed` when the Stop came too late.
    */
   stop(): Promise<CancelView | undefined>;
-  /** Runs the stopped step again from the saved point (no new message). */
+  /**
+   * Runs the stopped step again from the saved point (no new message), with the stopped run's
+   * agent: a plan runs only its unfinished steps, its completed ones are reused.
+   */
   continueFromSavedPoint(): Promise<RunView | undefined>;
-  /** A new message that continues from the saved point. */
-  changeAndContinue(text: string): Promise<RunView | undefined>;
+  /** A new message that continues from the saved point (run by the chosen agent, default `chat`). */
+  changeAndContinue(text: string, choice?: AgentChoice): Promise<RunView | undefined>;
   /** Forks a branch at the saved point (or the conflict's) and switches the session to it. */
   branch(): Promise<ThreadView>;
   /** Drops the draft; a fragment saved of it is deleted on the server. */
@@ -117,19 +126,33 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
     if (next !== state) update({ ...next, error: null });
   });
 
+  /** Reads the plan's steps (the events may have been missed, and only the server knows when each started). */
+  const refreshPlan = coalesce(async () => {
+    const plan = state.plan;
+    if (plan === null) return;
+    const view = await client.getRunSteps(plan.runId);
+    if (state.plan?.runId === plan.runId) update({ ...state, plan: applyRunSteps(state.plan, view) });
+  });
+
   function onNotice(notice: StreamNotice): void {
     switch (notice.kind) {
       case "event": {
         const applied = applyRunEvent(state, notice.event, new Date());
         update(applied.state);
         if (applied.refreshHistory) background(refreshHistory());
+        // At the run's end the server's rows say what finished, what was cut and what never began.
+        if (isTerminalEvent(notice.event.type) && isPlanRun(state)) background(refreshPlan());
         return;
       }
-      case "connection":
+      case "connection": {
+        const isRejoined = state.connection.status === "reconnecting" && notice.state === "connected";
         if (canConnectionTransition(state.connection.status, notice.state)) {
           update({ ...state, connection: { status: notice.state, failure: notice.failure ?? null } });
         }
+        // Back after a drop: the replay brings the events, the server's rows the start times.
+        if (isRejoined && isPlanRun(state)) background(refreshPlan());
         return;
+      }
       case "reload":
         // The buffer is gone or has a gap: history is the truth; replay the run once more if it is live.
         background(reload(true));
@@ -145,7 +168,7 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
     follower.drop();
     // Replaying from the start rebuilds the draft exactly, each seq once.
     const draft = state.draft?.runId === runId && state.draft.status === "streaming" ? null : state.draft;
-    update({ ...state, draft, connection: { status: "idle", failure: null } });
+    update({ ...state, draft, streams: [], connection: { status: "idle", failure: null } });
     follower.follow(runId, 0);
   }
 
@@ -160,6 +183,7 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
       ...state,
       run: reduceRun(state.run, { type: "start", runId }),
       draft: null,
+      streams: [],
       conflict: null,
       lastCancel: null,
       stop: null,
@@ -182,7 +206,9 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
       throw error;
     }
     if (state.run.runId !== runId) return run;
-    update(advanceThread({ ...state, run: reduceRun(state.run, { type: "observed", run }) }, run.state_version, null));
+    update(
+      advanceThread({ ...state, run: reduceRun(state.run, { type: "observed", run }), plan: planForRun(state.plan, run.run_id, run.agent) }, run.state_version, null),
+    );
     follow(run.run_id);
     background(refreshHistory());
     return run;
@@ -281,17 +307,42 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
     next = { ...next, resumePoint };
     const known = next.run.runId !== null && !runFlags(next.run).isTerminal ? next.run.runId : null;
     const activeRunId = thread.active_run_id ?? known;
-    if (activeRunId === null) return update(next);
+    if (activeRunId === null) {
+      update(next);
+      background(loadLastPlan(threadId, history));
+      return;
+    }
     const run = await client.getRun(activeRunId);
     if (state.threadId !== threadId) return;
     const isSameRun = next.run.runId === run.run_id;
     const started = isSameRun ? next.run : reduceRun(reduceRun(next.run, { type: "reset" }), { type: "start", runId: run.run_id });
-    update({ ...next, run: reduceRun(started, { type: "observed", run }), draft: isSameRun ? next.draft : null });
+    update({
+      ...next,
+      run: reduceRun(started, { type: "observed", run }),
+      draft: isSameRun ? next.draft : null,
+      streams: isSameRun ? next.streams : [],
+      plan: planForRun(next.plan, run.run_id, run.agent),
+    });
+    if (isPlanRun(state)) background(refreshPlan());
     const isLive = follower.runId === run.run_id && !snapshot.connection.isFailed;
     const count = refollows.get(run.run_id) ?? 0;
     if (runFlags(state.run).isTerminal || isLive || (isAutomatic && count >= 2)) return;
     if (isAutomatic) refollows.set(run.run_id, count + 1);
     follow(run.run_id);
+  }
+
+  /**
+   * With no run going, the plan of the thread's last run, when that run published labelled
+   * sections: after a page load the Stop's outcome (what was kept, cut, never begun) stays visible.
+   */
+  async function loadLastPlan(threadId: string, history: HistoryView): Promise<void> {
+    const lastRunId = history.messages.findLast((message) => message.run_id !== null)?.run_id ?? null;
+    const hasSections = history.messages.some((message) => message.run_id === lastRunId && message.label !== null);
+    if (lastRunId === null || !hasSections || state.plan?.runId === lastRunId) return;
+    const [run, steps] = await Promise.all([client.getRun(lastRunId), client.getRunSteps(lastRunId)]);
+    // Only while nothing newer came along meanwhile.
+    if (state.threadId !== threadId || (state.run.runId !== null && state.run.runId !== lastRunId)) return;
+    update({ ...state, plan: applyRunSteps(planForRun(null, run.run_id, run.agent), steps) });
   }
 
   /** History decides the resume point unless the head is a fragment, a deletion or a branch point: then the checkpoints do. */
@@ -327,10 +378,10 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    send: loaded((text: string) => startRun({ kind: "send", text })),
+    send: loaded((text: string, choice: AgentChoice = {}) => startRun({ kind: "send", text, ...choice })),
     stop: loaded(stop),
     continueFromSavedPoint: loaded(() => startRun({ kind: "continue" })),
-    changeAndContinue: loaded((text: string) => startRun({ kind: "change_and_continue", text })),
+    changeAndContinue: loaded((text: string, choice: AgentChoice = {}) => startRun({ kind: "change_and_continue", text, ...choice })),
     branch: loaded(branch),
     deleteDraft: loaded(deleteDraft),
     saveWhatISaw: loaded(saveWhatISaw),
@@ -343,4 +394,8 @@ export function createChatSession(options: ChatSessionOptions): ChatSession {
       follower.close();
     },
   };
+}
+
+function isTerminalEvent(type: string): boolean {
+  return type === "run.completed" || type === "run.cancelled" || type === "run.failed";
 }

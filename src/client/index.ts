@@ -13,6 +13,8 @@ export { createTidemarkClient, type TidemarkClient, type TidemarkClientOptions }
 export { TidemarkApiError } from "./tidemark-api-error.js";
 export { CLIENT_ERROR_CODES, TidemarkClientError, type TidemarkClientErrorCode } from "./tidemark-client-error.js";
 export type {
+  AgentListView,
+  AgentView,
   CancelView,
   CheckpointView,
   DeletedMessageView,
@@ -21,9 +23,12 @@ export type {
   HistoryView,
   MessageView,
   OperationView,
+  RunStepsView,
   RunView,
   StartRunBody,
   StatsView,
+  StepStatusView,
+  StepView,
   ThreadPage,
   ThreadView,
 } from "./wire-types.js";
@@ -50,7 +55,18 @@ export {
   type RunState,
 } from "./run-state.js";
 export { createChatSession, type ChatSession, type ChatSessionOptions } from "./chat-session.js";
-export type { AttemptedAction, ChatActions, ChatConflict, ChatDraft, ChatSnapshot } from "./session-state.js";
+export type { AgentChoice, AttemptedAction, ChatActions, ChatConflict, ChatDraft, ChatSnapshot } from "./session-state.js";
+export { isPlanRun } from "./session-state.js";
+export {
+  applyPlanEvent,
+  applyRunSteps,
+  emptyPlan,
+  isTerminalStepStatus,
+  mergeStep,
+  planForRun,
+  type PlanState,
+  type PlanStep,
+} from "./plan-state.js";
 export type { ResumePoint } from "./resume-point.js";
 export { isStopPending, type StopOutcome, type StopState, type StopStatus } from "./stop-state.js";
 export { createRunId } from "./create-run-id.js";

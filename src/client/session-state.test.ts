@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { RunEvent } from "../core/run-event.js";
 import { IDLE_RUN } from "./run-state.js";
-import { applyHistory, applyRunEvent, availableActions, initialSessionState, toSnapshot, type SessionState } from "./session-state.js";
+import { emptyPlan } from "./plan-state.js";
+import { applyHistory, applyRunEvent, availableActions, initialSessionState, startRunBody, toSnapshot, type SessionState } from "./session-state.js";
 import type { HistoryView, MessageView } from "./wire-types.js";
 
 const RUN_ID = "run_01jd8x0f1ae2rbv7c9ks0d8m5q";
@@ -132,5 +133,55 @@ describe("the actions while a Stop is pending", () => {
     const tooLate = apply(pending, event("run.completed", { state_version: 3, published_message_id: "msg_a" }));
     expect(tooLate.stop).toMatchObject({ status: "confirmed", outcome: "completed" });
     expect(availableActions(tooLate)).toMatchObject({ canSaveWhatISaw: false, canSend: true, canContinue: false });
+  });
+});
+
+describe("a plan's run in the session", () => {
+  const published = (messageId: string, version: number) =>
+    event("message.published", { message_id: messageId, state_version: version, checkpoint_id: `cp_${version}`, role: "assistant" });
+
+  it("keeps each message's own text while steps stream at the same time; the draft is the one that streamed last", () => {
+    const streamed = apply(running(), delta("A1", "msg_a"), delta("B1", "msg_b"), delta(" A2", "msg_a"), delta(" B2", "msg_b"));
+    expect(streamed.draft).toMatchObject({ messageId: "msg_b", text: "B1 B2" });
+    expect(streamed.streams.map((stream) => [stream.messageId, stream.text])).toEqual([
+      ["msg_a", "A1 A2"],
+      ["msg_b", "B1 B2"],
+    ]);
+    const afterA = apply(streamed, published("msg_a", 3));
+    expect(afterA.streams.map((stream) => stream.messageId)).toEqual(["msg_b"]);
+    // msg_a was not the draft: its text (and label) come from history.
+    expect(afterA.history).toEqual([]);
+    const afterB = applyRunEvent(afterA, published("msg_b", 4), NOW);
+    expect(afterB.state.history).toEqual([expect.objectContaining({ message_id: "msg_b", content: "B1 B2", label: null })]);
+    expect(afterB.state.streams).toEqual([]);
+    // A chat run's answer needs no read; a plan's section does (its label).
+    expect(afterB.refreshHistory).toBe(false);
+    const planRun = { ...afterA, plan: emptyPlan(RUN_ID, "research") };
+    expect(applyRunEvent(planRun, published("msg_b", 4), NOW).refreshHistory).toBe(true);
+  });
+
+  it("follows the steps from step.updated and run.cancelling, and stops streaming at the Stop", () => {
+    const state = apply(
+      running(),
+      event("step.updated", { step_id: "subtask-1", status: "in_progress", depends_on: [], title: "One", parent_step_id: null, checkpoint_id: null, reused: false }),
+      delta("Half", "msg_a"),
+      event("run.cancel_requested", { reason: "user_requested", accepted_state_version: 3, resume_checkpoint_id: "cp_3" }),
+      event("run.cancelling", { active_operation: null, steps: ["subtask-1"] }),
+    );
+    expect(state.plan).toMatchObject({ runId: RUN_ID, finishing: ["subtask-1"], steps: [{ stepId: "subtask-1", status: "in_progress", title: "One" }] });
+    expect(state.streams).toEqual([]);
+    expect(state.draft).toMatchObject({ status: "stopped" });
+  });
+
+  it("sends the chosen agent and config with a new message only when chosen; a Continue keeps the stopped run's", () => {
+    const state: SessionState = { ...initialSessionState("thr_1"), stateVersion: 3, resumePoint: { checkpointId: "cp_3", stateVersion: 3 } };
+    expect(startRunBody({ kind: "send", text: "Hi" }, state)).toEqual({ input: { role: "user", content: "Hi" }, expected_state_version: 3 });
+    expect(startRunBody({ kind: "send", text: "Hi", agent: "research", config: { max_parallel: 2 } }, state)).toEqual({
+      input: { role: "user", content: "Hi" },
+      agent: "research",
+      config: { max_parallel: 2 },
+      expected_state_version: 3,
+    });
+    expect(startRunBody({ kind: "continue" }, state)).toEqual({ resume_from_checkpoint_id: "cp_3", expected_state_version: 3 });
   });
 });

@@ -5,6 +5,7 @@
  */
 import type { RunEvent } from "../core/run-event.js";
 import { connectionFlags, type ConnectionFailure, type ConnectionFlags, type ConnectionStatus } from "./connection-state.js";
+import { applyPlanEvent, emptyPlan, type PlanState } from "./plan-state.js";
 import type { ResumePoint } from "./resume-point.js";
 import { IDLE_RUN, reduceRun, runFlags, type RunFlags, type RunState } from "./run-state.js";
 import { isStopPending, stopAfterRun, type StopState } from "./stop-state.js";
@@ -28,8 +29,17 @@ export interface ChatDraft {
   fragmentMessageId: string | null;
 }
 
+/** The agent a new message runs (`GET /v1/agents`) and its config; the server's default (`chat`) when left out. */
+export interface AgentChoice {
+  agent?: string;
+  config?: Record<string, unknown>;
+}
+
 /** What the session tried when the server answered `state_version_conflict`. */
-export type AttemptedAction = { kind: "send"; text: string } | { kind: "continue" } | { kind: "change_and_continue"; text: string };
+export type AttemptedAction =
+  | ({ kind: "send"; text: string } & AgentChoice)
+  | { kind: "continue" }
+  | ({ kind: "change_and_continue"; text: string } & AgentChoice);
 
 /** Another tab (or client) moved the thread on: reload, or branch from the point this one built on. */
 export interface ChatConflict {
@@ -51,6 +61,13 @@ export interface SessionState {
   markers: HistoryMarker[];
   operations: OperationView[];
   draft: ChatDraft | null;
+  /**
+   * Every message of the run being streamed now. A plan's parallel steps stream several at once;
+   * `draft` is the one that streamed last.
+   */
+  streams: readonly ChatDraft[];
+  /** The plan of the session's run (or of the last run a reload found): its steps and their statuses. */
+  plan: PlanState | null;
   run: RunState;
   connection: { status: ConnectionStatus; failure: ConnectionFailure | null };
   conflict: ChatConflict | null;
@@ -94,6 +111,8 @@ export function initialSessionState(threadId: string | null): SessionState {
     markers: [],
     operations: [],
     draft: null,
+    streams: [],
+    plan: null,
     run: IDLE_RUN,
     connection: { status: "idle", failure: null },
     conflict: null,
@@ -122,6 +141,9 @@ export function applyRunEvent(state: SessionState, event: RunEvent, now: Date): 
   let next: SessionState = { ...state, run, stop: stopAfterRun(state.stop, run) };
   const draft = next.draft?.runId === event.run_id ? next.draft : null;
   const freeze = (): ChatDraft | null => (draft?.status === "streaming" ? { ...draft, status: "stopped" } : next.draft);
+  if (event.type === "step.updated" || event.type === "run.cancelling") {
+    next.plan = applyPlanEvent(next.plan?.runId === event.run_id ? next.plan : emptyPlan(event.run_id), event);
+  }
   switch (event.type) {
     case "message.delta": {
       // Nothing that arrives after a Stop is shown as the answer: it can never be published.
@@ -130,19 +152,26 @@ export function applyRunEvent(state: SessionState, event: RunEvent, now: Date): 
       // A history read that came back after the publication already holds this message: a late
       // delta must not start a second, partial copy of it.
       if (next.history.some((message) => message.message_id === event.message_id)) return { state: next, refreshHistory: false };
-      const text = draft?.messageId === event.message_id ? draft.text + event.text : event.text;
+      // Each message keeps its own text: a plan's steps stream theirs at the same time.
+      const earlier = next.streams.find((stream) => stream.messageId === event.message_id) ?? (draft?.messageId === event.message_id ? draft : undefined);
+      const text = (earlier?.text ?? "") + event.text;
       next.draft = { messageId: event.message_id, runId: event.run_id, text, lastSeq: event.seq, status: "streaming", fragmentMessageId: null };
+      next.streams = [...next.streams.filter((stream) => stream.messageId !== event.message_id), next.draft];
       return { state: next, refreshHistory: false };
     }
     case "message.published": {
       next = advanceThread(next, event.state_version, event.checkpoint_id);
       const isOurs = draft?.messageId === event.message_id;
       if (isOurs) next.draft = null;
+      if (next.streams.some((stream) => stream.messageId === event.message_id)) {
+        next.streams = next.streams.filter((stream) => stream.messageId !== event.message_id);
+      }
       if (next.history.some((message) => message.message_id === event.message_id)) return { state: next, refreshHistory: false };
       if (!isOurs || draft.status !== "streaming") return { state: next, refreshHistory: true };
       const position = (next.history.at(-1)?.position ?? -1) + 1;
       next.history = [...next.history, publishedFromDraft(draft, event, position, now)];
-      return { state: next, refreshHistory: false };
+      // A plan's step publishes a labelled section: the event does not carry the label, history does.
+      return { state: next, refreshHistory: isPlanRun(next) };
     }
     case "checkpoint.saved":
       return { state: advanceThread(next, event.state_version, event.checkpoint_id), refreshHistory: false };
@@ -151,14 +180,16 @@ export function applyRunEvent(state: SessionState, event: RunEvent, now: Date): 
     case "run.cancel_requested":
       next = advanceThread(next, event.accepted_state_version, event.resume_checkpoint_id);
       next.draft = freeze();
+      next.streams = [];
       next.resumePoint = { checkpointId: event.resume_checkpoint_id, stateVersion: event.accepted_state_version };
       return { state: next, refreshHistory: false };
     case "run.cancelled":
     case "run.failed":
       next.draft = freeze();
+      next.streams = [];
       return { state: next, refreshHistory: true };
     case "run.completed":
-      return { state: { ...advanceThread(next, event.state_version, null), resumePoint: null }, refreshHistory: true };
+      return { state: { ...advanceThread(next, event.state_version, null), streams: [], resumePoint: null }, refreshHistory: true };
     default:
       return { state: next, refreshHistory: false };
   }
@@ -181,6 +212,7 @@ function publishedFromDraft(
     tool_calls: null,
     tool_call_id: null,
     tool_name: null,
+    label: null,
     position,
     created_at: now.toISOString(),
   };
@@ -204,7 +236,13 @@ export function applyHistory(state: SessionState, history: HistoryView): Session
     stateVersion: isCurrent ? history.state_version : state.stateVersion,
     headCheckpointId: isCurrent ? history.head_checkpoint_id : state.headCheckpointId,
     draft: isDraftPublished ? null : draft,
+    streams: state.streams.some((stream) => known.has(stream.messageId)) ? state.streams.filter((stream) => !known.has(stream.messageId)) : state.streams,
   };
+}
+
+/** Whether the session's run is a plan of another agent than the chat loop (its sections are labelled messages). */
+export function isPlanRun(state: Pick<SessionState, "plan">): boolean {
+  return state.plan !== null && state.plan.agent !== null && state.plan.agent !== "chat";
 }
 
 /** The actions the server can carry out in `state`. */
@@ -241,7 +279,9 @@ export function toSnapshot(state: SessionState): ChatSnapshot {
 /** The body that starts the run `attempted` asks for, on what the session knows now. */
 export function startRunBody(attempted: AttemptedAction, state: SessionState): StartRunBody {
   const input = attempted.kind === "continue" ? {} : { input: { role: "user" as const, content: attempted.text } };
-  if (attempted.kind === "send") return { ...input, expected_state_version: state.stateVersion ?? undefined };
+  // Only when chosen: a plain message's body stays exactly what it was before agents existed.
+  const choice = attempted.kind === "continue" ? {} : { ...(attempted.agent === undefined ? {} : { agent: attempted.agent }), ...(attempted.config === undefined ? {} : { config: attempted.config }) };
+  if (attempted.kind === "send") return { ...input, ...choice, expected_state_version: state.stateVersion ?? undefined };
   if (state.resumePoint === null) throw new TidemarkClientError("no_saved_point", "There is no saved point to continue from.");
-  return { ...input, resume_from_checkpoint_id: state.resumePoint.checkpointId, expected_state_version: state.resumePoint.stateVersion };
+  return { ...input, ...choice, resume_from_checkpoint_id: state.resumePoint.checkpointId, expected_state_version: state.resumePoint.stateVersion };
 }

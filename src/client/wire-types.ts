@@ -127,6 +127,11 @@ export interface AgentView {
   config_schema: Record<string, unknown>;
 }
 
+/** `GET /v1/agents`: the deployed agents a run may name. */
+export interface AgentListView {
+  agents: AgentView[];
+}
+
 /** The reply to `DELETE /v1/threads/{id}/messages/{message_id}`. */
 export interface DeletedMessageView {
   message_id: string;
@@ -195,6 +200,10 @@ export interface CheckpointView {
 export interface StartRunBody {
   /** The user's message; leave it out with `resume_from_checkpoint_id` to run the stopped step again. */
   input?: { role: "user"; content: string };
+  /** The agent to run (`GET /v1/agents`; default `chat`). A Continue without it keeps the stopped run's. */
+  agent?: string;
+  /** The agent's config, validated by its schema (400 `invalid_config`). A Continue without it keeps the stopped run's. */
+  config?: Record<string, unknown>;
   run_id?: string;
   expected_state_version?: number;
   on_disconnect?: "continue" | "cancel";

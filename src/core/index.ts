@@ -19,3 +19,4 @@ export * from "./run-lifecycle.js";
 export * from "./run-views.js";
 export * from "./errors/invariant-error.js";
 export * from "./errors/configuration-error.js";
+export * from "./step-status-at-run-end.js";

@@ -17,6 +17,7 @@ import { buildModelContext } from "./model-context.js";
 import { ModelFailedError } from "./model-failed-error.js";
 import { PublicationRejectedError } from "./publication-rejected-error.js";
 import { ModelError } from "../core/model-error.js";
+import { AgentDefinitionError } from "../agents/agent-definition-error.js";
 import { confirmUnknownOperations } from "./operation-confirmation.js";
 import { runAgent, stoppedAt } from "./run-agent.js";
 import { pendingStepOf, type RunExecution } from "./run-execution.js";
@@ -170,7 +171,8 @@ async function fail(execution: RunExecution, action: Extract<SettleAction, { kin
     from: ["running"],
     stats: discardedStats(execution),
     failureReason: action.reason,
-    failureMessage: modelError?.message ?? FAILURE_MESSAGES[action.message],
+    // An agent this process does not deploy says so (its message names only the agent).
+    failureMessage: modelError?.message ?? (AgentDefinitionError.isInstance(planError) ? planError.message : FAILURE_MESSAGES[action.message]),
     now: clock.now(),
   });
   execution.trace("run_failed", { error: describe(planError) });

@@ -31,9 +31,8 @@ export class GenerationMeters {
     return meter;
   }
 
-  /** The generation was kept (its counts go with what kept it); returns its token counts. */
-  keep(meter: GenerationMeter, text: string): Pick<UsageStats, "llmCallCount" | "inputTokens" | "outputTokens" | "tokensEstimated"> {
-    this.#open.delete(meter);
+  /** The counts a generation adds where it is kept (its publication or its step's result). */
+  keptStats(meter: GenerationMeter, text: string): Pick<UsageStats, "llmCallCount" | "inputTokens" | "outputTokens" | "tokensEstimated"> {
     const usage = meter.usage;
     return {
       llmCallCount: 1,
@@ -41,6 +40,11 @@ export class GenerationMeters {
       outputTokens: usage?.outputTokens ?? estimateTokens(text),
       tokensEstimated: usage?.isEstimated ?? true,
     };
+  }
+
+  /** The generation was kept: its counts went with what kept it, so it is no longer discarded. */
+  keep(meter: GenerationMeter): void {
+    this.#open.delete(meter);
   }
 
   /** The counts of every generation started and not kept. */

@@ -14,10 +14,11 @@ export interface AgentStart {
   checkpoints: ReadonlyMap<string, CheckpointRecord>;
 }
 
-/** A completed step of the stopped run a Continue builds on: reused, never run again. */
+/** A completed step of the stopped run a Continue builds on (or of this run's earlier attempt): reused, never run again. */
 interface ReusableStep {
   row: RunStepRecord;
-  reusedFromRunId: string;
+  /** The run whose work it was; null when it is this run's own (an earlier attempt's). */
+  reusedFromRunId: string | null;
 }
 
 /**
@@ -36,7 +37,7 @@ export async function runAgent(execution: RunExecution, start: AgentStart): Prom
     messages: start.context,
     tools: execution.toolDefinitions.map((tool) => ({ ...tool, effect: execution.tools.get(tool.name)?.effect ?? "none" })),
   };
-  const reusable = run.input === null && !agent.continuesFromHistory ? await reusableSteps(execution, start.checkpoints) : new Map<string, ReusableStep>();
+  const reusable = agent.continuesFromHistory ? new Map<string, ReusableStep>() : await reusableSteps(execution, start.checkpoints);
   const messages = new Map(start.history.map((message) => [message.messageId, message]));
   const journal = new StepJournal({ run: () => execution.run, store: execution.store, clock: execution.clock, logger: execution.logger, emit: execution.emit });
   execution.steps = journal;
@@ -96,14 +97,15 @@ async function runStep(
       journal.recorded(step.id, { checkpointId: record.checkpointId, messageId: null, result: null, reusedFromRunId: null });
       return record.outcome;
     }
-    return await completeStep(execution, journal, step.id, value ?? null, running.keepGenerations());
+    const completed = await completeStep(execution, journal, step.id, value ?? null, running.generationStats());
+    running.keepGenerations();
+    return completed;
   } catch (error) {
     // The run stopped being `running` under this step (a cancel recorded elsewhere, or the end):
     // that is the Stop reaching the plan, so the step is cut, not failed, and nothing else starts.
+    // A cut step stays among the run's active steps: the cancel's checkpoint names what it caught.
     if (PublicationRejectedError.isInstance(error)) plan.scope.cancel(error);
     throw error;
-  } finally {
-    execution.activeSteps.delete(step.id);
   }
 }
 
@@ -131,6 +133,7 @@ async function completeStep(
     execution.trace("late_output_discarded", { step_id: stepId, chars: result.length });
     throw new PublicationRejectedError(run.runId);
   }
+  execution.activeSteps.delete(stepId);
   journal.recorded(stepId, { checkpointId: completed.checkpoint.checkpointId, messageId: null, result, reusedFromRunId: null });
   execution.emit({
     type: "checkpoint.saved",
@@ -157,18 +160,28 @@ function reuse(journal: StepJournal, earlier: ReusableStep, messages: ReadonlyMa
 }
 
 /**
- * The completed steps of the run whose Stop this Continue builds on (its `cancel_accepted`
- * checkpoint, past fragments, deletions and forks made after it), if that run ran the same agent.
+ * The steps whose own work is already checkpointed: this run's, on a later attempt; else, for a
+ * Continue, those of the run whose Stop it builds on (its `cancel_accepted` checkpoint, past
+ * fragments, deletions and forks made after it), if that run ran the same agent.
  */
 async function reusableSteps(execution: RunExecution, checkpoints: ReadonlyMap<string, CheckpointRecord>): Promise<Map<string, ReusableStep>> {
   const { run, store } = execution;
   const reusable = new Map<string, ReusableStep>();
+  // A later attempt of this run (its worker was lost and it resumes) keeps what its earlier attempts completed.
+  if (run.attempt > 1) {
+    for (const row of await store.listRunSteps(run.tenantId, run.runId)) {
+      if (row.checkpointId !== null) reusable.set(row.stepId, { row, reusedFromRunId: row.reusedFromRunId });
+    }
+    return reusable;
+  }
+  if (run.input !== null) return reusable;
   const stopped = stoppedAt(checkpoints, run.baseCheckpointId);
   if (!stopped?.runId) return reusable;
   const earlier = await store.getRun(run.tenantId, stopped.runId);
   if (!earlier || earlier.agent !== run.agent) return reusable;
   for (const row of await store.listRunSteps(run.tenantId, earlier.runId)) {
-    if (row.status === "completed" && row.checkpointId !== null) {
+    // Its own work is durable: reused even if it ended `cancelled` because steps it added were cut.
+    if (row.checkpointId !== null) {
       reusable.set(row.stepId, { row, reusedFromRunId: row.reusedFromRunId ?? earlier.runId });
     }
   }

@@ -17,8 +17,10 @@ export interface RunningStep<Config> {
   readonly context: StepRunContext<Config>;
   /** Set once the step published (or answered a tool call): its completion is already durable. */
   record(): StepRecord | undefined;
-  /** The step completed by returning a result: its generations are kept with it; their counts. */
-  keepGenerations(): Partial<UsageStats>;
+  /** The counts of the step's generations, for the checkpoint of a step that returns its result. */
+  generationStats(): Partial<UsageStats>;
+  /** That checkpoint was written: the step's generations are kept, no longer discarded. */
+  keepGenerations(): void;
 }
 
 /** What the runner hands a step besides the execution. */
@@ -35,9 +37,13 @@ export interface StepContextOptions<Config> {
 export function createStepContext<Config>(execution: RunExecution, options: StepContextOptions<Config>): RunningStep<Config> {
   const { stepId, signal } = options;
   let record: StepRecord | undefined;
-  const kept = new Map<StepGeneration, GenerationMeter>();
-  const ensureUnrecorded = (what: string): void => {
-    if (record) throw new InvariantError(`step "${stepId}" ${what} after it already completed its work (one step, one transition)`);
+  let isRecording = false;
+  // The step's generations whose counts are still open (discarded, unless it publishes or returns them).
+  const generated = new Map<StepGeneration, GenerationMeter>();
+  // One step, one transition: taken before the write starts, so two concurrent calls cannot both write.
+  const claimTransition = (what: string): void => {
+    if (isRecording) throw new InvariantError(`step "${stepId}" ${what} after it already completed its work (one step, one transition)`);
+    isRecording = true;
   };
   const context: StepRunContext<Config> = {
     ...options.run,
@@ -47,14 +53,14 @@ export function createStepContext<Config>(execution: RunExecution, options: Step
     addStep: options.addStep,
     async generate(request) {
       const { generation, meter } = await generate(execution, stepId, request.messages, request.offerTools === true, signal);
-      kept.set(generation, meter);
+      generated.set(generation, meter);
       return generation;
     },
     async publish(content, publishOptions = {}) {
-      ensureUnrecorded("published");
+      claimTransition("published");
       const generation = typeof content === "string" ? undefined : content;
       const text = storableText(generation ? generation.text : content as string);
-      const meter = generation ? kept.get(generation) : undefined;
+      const meter = generation ? generated.get(generation) : undefined;
       const published = await publish(execution, {
         messageId: generation?.messageId ?? createId("msg"),
         role: "assistant",
@@ -63,30 +69,37 @@ export function createStepContext<Config>(execution: RunExecution, options: Step
         completedStepId: stepId,
         ...(publishOptions.label !== undefined ? { label: storableText(publishOptions.label) } : {}),
         recordsStep: true,
-        stats: meter ? execution.generations.keep(meter, text) : {},
+        stats: meter ? execution.generations.keptStats(meter, text) : {},
         complete: publishOptions.final === true,
       });
-      if (generation) kept.delete(generation);
+      if (generation && meter) {
+        // Only once published: a publication the store refused leaves the generation discarded.
+        execution.generations.keep(meter);
+        generated.delete(generation);
+      }
       execution.activeSteps.delete(stepId);
       const result: PublishedStep = { messageId: published.message.messageId, content: text, label: published.message.label };
       record = { kind: "published", published: result, checkpointId: published.checkpoint.checkpointId };
       return result;
     },
     async callTool(call: ToolCall) {
-      ensureUnrecorded("called a tool");
+      claimTransition("called a tool");
       const { outcome, checkpointId } = await runToolCall(execution, stepId, toMessageToolCall(call), signal, options.scope);
       record = { kind: "tool", outcome, checkpointId };
       return outcome;
     },
   };
-  const keepGenerations = (): Partial<UsageStats> => {
-    if (kept.size === 0) return {};
+  const generationStats = (): Partial<UsageStats> => {
+    if (generated.size === 0) return {};
     let stats = emptyStats();
-    for (const [generation, meter] of kept) stats = addStats(stats, execution.generations.keep(meter, generation.text));
-    kept.clear();
+    for (const [generation, meter] of generated) stats = addStats(stats, execution.generations.keptStats(meter, generation.text));
     return stats;
   };
-  return { context, record: () => record, keepGenerations };
+  const keepGenerations = (): void => {
+    for (const meter of generated.values()) execution.generations.keep(meter);
+    generated.clear();
+  };
+  return { context, record: () => record, generationStats, keepGenerations };
 }
 
 function toMessageToolCall(call: ToolCall): MessageToolCall {

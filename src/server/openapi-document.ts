@@ -16,6 +16,7 @@ export const OPENAPI_TAGS = [
   { name: "runs", description: "Execution attempts: start, read, follow the events, Stop." },
   { name: "messages", description: "Saved fragments of stopped answers." },
   { name: "operations", description: "Consequential operations: approve, reject, the ledger, confirm an unknown outcome." },
+  { name: "agents", description: "The deployed agents a run may name, with their config schemas." },
   { name: "system", description: "Health and metrics (no API key)." },
 ] as const;
 

@@ -359,4 +359,44 @@ describe.each(adapters)("concurrent writers ($name)", (adapter) => {
     for (const run of waiting) expect(await store.getRun(TENANT, run.runId)).toMatchObject({ status: "queued", isWaiting: true, leaseOwner: null });
     await expectClean();
   });
+
+  it("lets a plan's steps be written from every store at once, then its cancel close them", async () => {
+    const run = await runningRun();
+    const stepIds = Array.from({ length: 12 }, (_, index) => `step-${index}`);
+    const [, completions, publications] = await Promise.all([
+      // The journal registers each step (no ordinal: the store gives the next) while its work lands.
+      settle(stepIds.map((stepId, i) => writer(i).saveSteps({ tenantId: TENANT, runId: run.runId, steps: [{ stepId, status: "in_progress", startedAt: now }] }))),
+      settle(stepIds.filter((_, i) => i % 2 === 0).map((stepId, i) =>
+        writer(i).completeStep({ tenantId: TENANT, runId: run.runId, stepId, checkpointId: createId("cp"), result: `"${stepId}"`, now: tick() }),
+      )),
+      settle(stepIds.filter((_, i) => i % 2 === 1).map((stepId, i) =>
+        writer(i + 1).publishMessage(publishInput(run, { completedStepId: stepId, recordsStep: true })),
+      )),
+      settle(shared.stores.map((s) => s.saveSteps({ tenantId: TENANT, runId: run.runId, steps: [{ stepId: "later", status: "not_started" }] }))),
+    ]);
+    expect(completions.map((c) => c.kind)).toEqual(Array(6).fill("completed"));
+    expect(publications.map((p) => p.kind)).toEqual(Array(6).fill("published"));
+
+    const steps = await store.listRunSteps(TENANT, run.runId);
+    expect(steps.map((step) => step.ordinal)).toEqual(steps.map((_, index) => index));
+    expect(steps.map((step) => step.stepId).sort()).toEqual([...stepIds, "later"].sort());
+    expect(steps.filter((step) => step.checkpointId !== null)).toHaveLength(12);
+    const chain = await expectChain(run.threadId);
+    expect(chain.thread.stateVersion).toBe(run.stateVersion + 12);
+
+    // Every step's work is durable: each is marked completed, then a Stop and the worker's finish race the journal.
+    await store.saveSteps({ tenantId: TENANT, runId: run.runId, steps: stepIds.map((stepId) => ({ stepId, status: "completed" as const, endedAt: now })) });
+    await settle<unknown>([
+      ...shared.stores.map((s) => s.requestCancel({ tenantId: TENANT, runId: run.runId, reason: "user_stop", checkpointId: createId("cp"), pendingStep: null, now: tick() })),
+      ...shared.stores.map((s) => s.saveSteps({ tenantId: TENANT, runId: run.runId, steps: [{ stepId: "later", status: "in_progress", startedAt: now }] })),
+    ]);
+    const finishes = await settle(
+      shared.stores.map((s) => s.finishRun({ tenantId: TENANT, runId: run.runId, to: "cancelled", from: ["cancel_requested"], stats: {}, now: tick() })),
+    );
+    expect(count(finishes, (finish) => finish !== undefined)).toBe(1);
+    const after = await store.listRunSteps(TENANT, run.runId);
+    expect(after.filter((step) => step.stepId !== "later").map((step) => step.status)).toEqual(Array(12).fill("completed"));
+    expect(after.find((step) => step.stepId === "later")?.status).toBe("cancelled");
+    await expectClean();
+  });
 });

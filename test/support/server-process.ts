@@ -61,3 +61,14 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = process.en
   const code = await new Promise<number>((resolve) => child.once("exit", (exitCode) => resolve(exitCode ?? -1)));
   return { code, stdout, stderr };
 }
+
+/** Runs the CLI with `args` to its end in the directory `cwd` (where `serve` looks for `tidemark.config.*`). */
+export async function runCliIn(cwd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd, stdio: ["ignore", "pipe", "pipe"], env });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number>((resolve) => child.once("exit", (exitCode) => resolve(exitCode ?? -1)));
+  return { code, stdout, stderr };
+}

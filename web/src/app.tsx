@@ -2,10 +2,14 @@
  * The web app: threads on the left (a drawer on a phone); on the right the open thread's saved
  * history with each external action where it happened, the draft being streamed (kept apart and
  * marked as not saved), the composer with Stop (always in view), and after a Stop only the
- * actions the server can carry out. All state comes from the client SDK's chat session.
+ * actions the server can carry out. A new message may run another agent than the chat loop
+ * (the picker next to the field); a plan agent's run shows its steps live, and its finished
+ * sections as labelled sections. All state comes from the client SDK's chat session.
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { TidemarkApiError, type ThreadView } from "../../src/client/index.js";
+import { buildConfig, configFields, type ConfigValues } from "./agent-config.js";
+import { AgentPicker } from "./components/agent-picker.js";
 import { ApiKeyForm } from "./components/api-key-form.js";
 import { ApprovalBar } from "./components/approval-bar.js";
 import { BranchOrigin } from "./components/branch-origin.js";
@@ -15,15 +19,18 @@ import { ConnectionBanner } from "./components/connection-banner.js";
 import { Conversation } from "./components/conversation.js";
 import { DeleteThreadDialog } from "./components/delete-thread-dialog.js";
 import { ErrorNotice } from "./components/error-notice.js";
+import { PlanView } from "./components/plan-view.js";
 import { StopNotice } from "./components/stop-notice.js";
 import { StoppedActions } from "./components/stopped-actions.js";
 import { ThreadList } from "./components/thread-list.js";
 import { composerHint } from "./composer-hint.js";
 import { createPageClient, storeApiKey, storedApiKey } from "./create-client.js";
 import { describeError } from "./describe-error.js";
+import { planPresentation } from "./plan-outline.js";
 import { runStatusText } from "./run-status-text.js";
 import { stopView } from "./stop-view.js";
 import { threadTitle } from "./thread-title.js";
+import { useAgents } from "./use-agents.js";
 import { useChatSession, type ThreadChange } from "./use-chat-session.js";
 import { usePerform } from "./use-perform.js";
 import { useRoute } from "./use-route.js";
@@ -55,6 +62,15 @@ export function App() {
   const [deleting, setDeleting] = useState<{ thread: ThreadView; title: string } | null>(null);
   const composerInput = useRef<HTMLTextAreaElement>(null);
   const menuButton = useRef<HTMLButtonElement>(null);
+  const agents = useAgents(client);
+  const [agentName, setAgentName] = useState("chat");
+  const [configValues, setConfigValues] = useState<Readonly<Record<string, ConfigValues>>>({});
+  const chosenAgent = agents.find((agent) => agent.name === agentName);
+  const fields = useMemo(() => (chosenAgent ? configFields(chosenAgent.config_schema) : []), [chosenAgent]);
+  const agentConfig = useMemo(() => buildConfig(fields, configValues[agentName] ?? {}), [fields, configValues, agentName]);
+  const hasConfigErrors = Object.keys(agentConfig.errors).length > 0;
+  // The chat loop is the server's default: a plain message is sent exactly as before agents existed.
+  const agentChoice = chosenAgent && agentName !== "chat" ? { agent: agentName, config: agentConfig.config } : {};
 
   // The list shows titles, times and busy threads: read it again when the open thread moves.
   const listKey = `${snapshot?.threadId}:${snapshot?.stateVersion}:${snapshot?.run.isActive}:${snapshot?.history.length}`;
@@ -70,7 +86,7 @@ export function App() {
 
   const onSend = (text: string): void => {
     if (!session) return;
-    void perform("send", () => session.send(text)).then((run) => {
+    void perform("send", () => session.send(text, agentChoice)).then((run) => {
       if (run !== undefined) clearSent(text);
     });
   };
@@ -104,7 +120,7 @@ export function App() {
 
   const onChangeAndContinue = async (text: string): Promise<boolean> => {
     if (!session) return false;
-    const run = await perform("change", () => session.changeAndContinue(text));
+    const run = await perform("change", () => session.changeAndContinue(text, agentChoice));
     if (run) focusComposer();
     return run !== undefined;
   };
@@ -158,7 +174,13 @@ export function App() {
 
   const run = snapshot?.run;
   const actions = snapshot?.actions;
-  const draft = snapshot?.draft ?? null;
+  const planShown = useMemo(() => planPresentation(snapshot), [snapshot]);
+  const draft = snapshot?.draft && (!planShown || planShown.showsDraft(snapshot.draft)) ? snapshot.draft : null;
+  const onShowSection = (messageId: string): void => {
+    const section = document.getElementById(`section-${messageId}`);
+    section?.scrollIntoView({ block: "start" });
+    section?.focus({ preventScroll: true });
+  };
   const stoppedRunIds = useMemo(() => {
     const ids = new Set<string>();
     for (const marker of snapshot?.markers ?? []) if (marker.type === "interrupted_response" && marker.run_id) ids.add(marker.run_id);
@@ -238,10 +260,15 @@ export function App() {
           stoppedRunIds={stoppedRunIds}
           draft={draft}
           isStopUnconfirmed={stops.isUnconfirmed}
-          isWaiting={run?.isRunning === true && !stops.isPending}
+          isWaiting={run?.isRunning === true && !stops.isPending && !planShown}
           isBusy={busyAction !== null}
           onConfirm={onConfirm}
-          tailKey={`${run?.status}:${stops.panel}:${stops.isTooLate}:${actionError}:${backgroundError}`}
+          tailKey={`${run?.status}:${stops.panel}:${stops.isTooLate}:${actionError}:${backgroundError}:${planShown?.summary}`}
+          plan={
+            planShown && (
+              <PlanView plan={planShown.plan} phase={planShown.phase} summary={planShown.summary} sectionOf={planShown.sectionOf} onShowSection={onShowSection} />
+            )
+          }
         >
           {run?.status === "failed" && (
             <div className="panel error" role="alert">
@@ -264,8 +291,8 @@ export function App() {
               canContinue={actions.canContinue}
               canChangeAndContinue={actions.canChangeAndContinue}
               canBranch={actions.canBranch}
-              canDeleteDraft={actions.canDeleteDraft}
-              canSaveWhatISaw={actions.canSaveWhatISaw}
+              canDeleteDraft={actions.canDeleteDraft && draft !== null}
+              canSaveWhatISaw={actions.canSaveWhatISaw && draft !== null}
               busyAction={busyAction}
               shouldFocus={shouldFocusStopped}
               onFocused={() => setShouldFocusStopped(false)}
@@ -287,18 +314,31 @@ export function App() {
           )}
         </Conversation>
         <p className="visually-hidden" role="status">
-          {runStatusText(snapshot)}
+          {runStatusText(snapshot, planShown?.statusText ?? null)}
         </p>
         <Composer
           inputRef={composerInput}
           text={composerText}
           onTextChange={setComposerText}
-          canSend={actions?.canSend === true && busyAction === null}
+          canSend={actions?.canSend === true && busyAction === null && !hasConfigErrors}
           canStop={actions?.canStop === true}
           isStopping={run?.isCancelling === true || stops.isPending}
-          hint={composerHint(snapshot, stops)}
+          hint={hasConfigErrors ? "Check the agent's settings above the message field." : composerHint(snapshot, stops, planShown !== null)}
           onSend={onSend}
           onStop={onStop}
+          options={
+            agents.length > 1 && (
+              <AgentPicker
+                agents={agents}
+                agent={agentName}
+                fields={fields}
+                values={configValues[agentName] ?? {}}
+                errors={agentConfig.errors}
+                onAgentChange={setAgentName}
+                onValueChange={(name, value) => setConfigValues((current) => ({ ...current, [agentName]: { ...current[agentName], [name]: value } }))}
+              />
+            )
+          }
         >
           {stops.isUnconfirmed && <StopNotice failure={snapshot?.stop?.failure ?? null} />}
           {pendingApproval && !stops.isPending && (

@@ -8,9 +8,8 @@
  * bookkeeping write of the same run take turns. Every statement reads one run's rows through the
  * primary key or `run_steps_by_ordinal`: the cost of a step does not grow with the plan.
  */
-import { canPublish, isTerminalStatus, TERMINAL_STEP_STATUSES, type RunRecord, type RunStepRecord, type TerminalRunStatus } from "../../core/index.js";
+import { addStats, canPublish, isTerminalStatus, stepStatusAtRunEnd, TERMINAL_STEP_STATUSES, UNFINISHED_STEP_STATUSES, type RunRecord, type RunStepRecord, type TerminalRunStatus } from "../../core/index.js";
 import { toStep } from "../rows.js";
-import { stepStatusAtRunEnd, UNFINISHED_STEP_STATUSES } from "../step-status-at-run-end.js";
 import type { CompleteStepInput, CompleteStepResult, SaveStepsInput, StepUpdate } from "../store.js";
 import type { SqlContext } from "./sql-context.js";
 
@@ -137,10 +136,19 @@ export async function recordStepWork(tx: SqlContext, run: RunRecord, stepId: str
 
 /**
  * Closes every step of `run` that has not ended, as its end `to` does (see stepStatusAtRunEnd), in
- * the caller's transaction: one statement, whatever the number of steps.
+ * the caller's transaction: one statement (two for a completed run), whatever the number of steps.
+ * A completed run's steps whose own work was checkpointed complete.
  */
 export async function endUnfinishedSteps(tx: SqlContext, run: RunRecord, to: TerminalRunStatus, now: number): Promise<void> {
   const unfinished = UNFINISHED_STEP_STATUSES;
+  if (to === "completed") {
+    // The run completes with its last publication, possibly before the step journal wrote that the
+    // steps whose own work is checkpointed (that one, and the parents it ended) completed.
+    await tx.sql(
+      `UPDATE run_steps SET status = 'completed', ended_at = ?
+       WHERE tenant_id = ? AND run_id = ? AND checkpoint_id IS NOT NULL AND status IN (${unfinished.map(() => "?").join(", ")})`,
+    ).run(now, run.tenantId, run.runId, ...unfinished);
+  }
   await tx.sql(
     `UPDATE run_steps SET status = CASE status ${unfinished.map(() => "WHEN ? THEN ?").join(" ")} END, ended_at = ?
      WHERE tenant_id = ? AND run_id = ? AND status IN (${unfinished.map(() => "?").join(", ")})`,
@@ -159,9 +167,12 @@ export async function completeStep(context: SqlContext, input: CompleteStepInput
     const advanced = await tx.advanceThread(
       thread,
       { checkpointId: input.checkpointId, kind: "step_completed", runId: run.runId, completedStepId: input.stepId, createdAt: input.now },
-      {},
+      input.stats ? { stats: input.stats } : {},
     );
-    await tx.updateRun(run, { state_version: advanced.thread.stateVersion });
+    await tx.updateRun(run, {
+      state_version: advanced.thread.stateVersion,
+      ...(input.stats ? { stats: JSON.stringify(addStats(run.stats, input.stats)) } : {}),
+    });
     const step = await recordStepWork(tx, run, input.stepId, { checkpointId: input.checkpointId, result: input.result });
     return { kind: "completed", checkpoint: advanced.checkpoint, thread: advanced.thread, step };
   });

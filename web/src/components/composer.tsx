@@ -19,6 +19,8 @@ export interface ComposerProps {
   onStop(): void;
   /** Shown above the field: decisions to take now. */
   children?: ReactNode;
+  /** Shown right above the field, under the decisions: how the next message runs (the agent picker). */
+  options?: ReactNode;
 }
 
 /** Enter sends, Shift+Enter adds a line, Escape stops; the text stays until the send was accepted. */
@@ -47,6 +49,7 @@ export function Composer(props: ComposerProps) {
   return (
     <div className="composer">
       {props.children}
+      {props.options}
       <form onSubmit={onSubmit} aria-label="Send a message">
         <label htmlFor="composer-input" className="visually-hidden">
           Message

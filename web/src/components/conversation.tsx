@@ -26,6 +26,8 @@ export interface ConversationProps {
   isWaiting: boolean;
   isBusy: boolean;
   onConfirm(opId: string, outcome: "committed" | "not_committed"): void;
+  /** The plan of a plan agent's run, shown after the saved messages (its finished sections are among them). */
+  plan?: ReactNode;
   /** What is shown under the messages (panels after a Stop, notices). */
   children?: ReactNode;
   /** Changes when what is shown under the messages changes (a panel appears), to keep it in view. */
@@ -49,12 +51,24 @@ export function Conversation(props: ConversationProps) {
     if (isFirstView || isPinned.current) element.scrollTop = element.scrollHeight;
   }, [threadId, history.length, props.markers.length, props.operations.length, draftLength, isWaiting, tailKey]);
 
+  // The view shrinks when something below it grows (the agent picker, a panel above the field):
+  // one that was at the end stays there.
+  useEffect(() => {
+    const element = scroller.current;
+    if (!element || typeof ResizeObserver === "undefined") return;
+    const observer = new ResizeObserver(() => {
+      if (isPinned.current) element.scrollTop = element.scrollHeight;
+    });
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, []);
+
   function onScroll(): void {
     const element = scroller.current;
     if (element) isPinned.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80;
   }
 
-  const isEmpty = history.length === 0 && !draft && !isWaiting && !props.pendingApproval;
+  const isEmpty = history.length === 0 && !draft && !isWaiting && !props.pendingApproval && !props.plan;
   const items = conversationItems({
     history,
     markers: props.markers,
@@ -72,6 +86,7 @@ export function Conversation(props: ConversationProps) {
       ) : (
         <ol className="messages" aria-label="Messages">
           {items.map((item) => renderItem(item, props))}
+          {props.plan && <li className="plan-item">{props.plan}</li>}
           {draft && <DraftMessage draft={draft} isStopUnconfirmed={props.isStopUnconfirmed} />}
           {isWaiting && !draft && (
             <li className="message assistant draft" aria-label="Waiting for the answer">

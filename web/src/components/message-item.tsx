@@ -10,8 +10,12 @@ export interface MessageItemProps {
 
 const ROLE_LABEL: Record<MessageView["role"], string> = { user: "You", assistant: "Assistant", system: "System", tool: "Tool" };
 
-/** A fragment is labelled as such: it is what the user saw of a stopped answer, never a finished one. */
+/**
+ * A fragment is labelled as such: it is what the user saw of a stopped answer, never a finished
+ * one. A labelled message (a plan's finished section) is a section titled by its label.
+ */
 export function MessageItem({ message }: MessageItemProps) {
+  if (message.label !== null && message.label !== undefined && message.publication_status === "published") return <SectionItem message={message} />;
   const isFragment = message.publication_status === "fragment";
   const role = message.role === "tool" && message.tool_name ? `Tool · ${humanLabel(message.tool_name)}` : ROLE_LABEL[message.role];
   const toolCalls = message.tool_calls ?? [];
@@ -27,6 +31,31 @@ export function MessageItem({ message }: MessageItemProps) {
           Asked to use {humanLabel(call.tool_name)}
         </div>
       ))}
+    </li>
+  );
+}
+
+/** One finished section of a plan: its label is its title; focusable, so the plan view can take the reader to it. */
+function SectionItem({ message }: MessageItemProps) {
+  const titleId = `section-title-${message.message_id}`;
+  return (
+    <li
+      className="message assistant section"
+      id={`section-${message.message_id}`}
+      tabIndex={-1}
+      aria-labelledby={titleId}
+      data-message-id={message.message_id}
+      data-status={message.publication_status}
+      data-label={message.label}
+    >
+      <div className="message-role">
+        <span className="role-name">Section</span>
+        <span className="badge ok">Finished</span>
+      </div>
+      <h3 className="section-title" id={titleId}>
+        {message.label}
+      </h3>
+      <MessageContent message={message} />
     </li>
   );
 }

@@ -3,7 +3,8 @@
  * never shows an unfinished step. The store applies it wherever a run becomes terminal with its
  * steps recorded; it is a pure function so that the rule lives once and is tested as a table.
  */
-import { TERMINAL_STEP_STATUSES, type StepStatus, type TerminalRunStatus } from "../core/index.js";
+import { TERMINAL_STEP_STATUSES, type StepStatus } from "./records.js";
+import type { TerminalRunStatus } from "./run-status.js";
 
 /** The step statuses a run's end closes: every status that is not terminal. */
 export const UNFINISHED_STEP_STATUSES: readonly StepStatus[] = ["not_started", "in_progress", "children_in_progress"];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { StepStatus, TerminalRunStatus } from "../core/index.js";
+import type { StepStatus, TerminalRunStatus } from "./index.js";
 import { stepStatusAtRunEnd, UNFINISHED_STEP_STATUSES } from "./step-status-at-run-end.js";
 
 /** [the step's status, the run's end, the step's status after it]. */

@@ -1,0 +1,33 @@
+/**
+ * A Tidemark config file: what `tidemark serve` deploys besides its built-ins. Its default export
+ * is a {@link TidemarkConfig}; `serve` reads `tidemark.config.ts`, `.mjs` or `.js` from the working
+ * directory, or the file named by `--config` (or `TIDEMARK_CONFIG`).
+ *
+ * @example
+ * // tidemark.config.js
+ * import { defineAgent, defineConfig } from "tidemark";
+ * const hello = defineAgent({
+ *   name: "hello",
+ *   steps: () => [{ id: "greet", run: (step) => step.publish("Hello!", { final: true }) }],
+ * });
+ * export default defineConfig({ agents: [hello] });
+ */
+import type { Agent } from "../agents/define-agent.js";
+import type { Tool } from "../tools/tool.js";
+
+/** What a config file exports by default. */
+export interface TidemarkConfig {
+  /**
+   * Agents runs may name (DESIGN §11), deployed beside the built-in `chat` (the default) and
+   * `research`; one with a built-in's name replaces it. Every process of a deployment, API and
+   * worker alike, must load the same agents.
+   */
+  agents: readonly Agent[];
+  /** Tools the model may call, added to the server's default tools (one with a default tool's name replaces it). */
+  tools?: readonly Tool[];
+}
+
+/** Types a config file's default export (an identity function: it checks nothing at run time). */
+export function defineConfig(config: TidemarkConfig): TidemarkConfig {
+  return config;
+}
