@@ -27,7 +27,9 @@ const WARMUP_RUNS = 5;
 /** Steady Stops per setup, each with a bare abort beside it; fewer if the setup's budget runs out. */
 const STEADY_RUNS = 100;
 const EARLY_RUNS = 60;
-const BUDGET_MS = { "embedded (SQLite)": 75_000, "cluster (PostgreSQL, API + worker)": 100_000 } as Record<string, number>;
+/** Time for the steady Stops (warm-up included) and then for the early ones, per setup: at most 3.5 minutes in all. */
+const STEADY_BUDGET_MS = { embedded: 80_000, cluster: 90_000 };
+const EARLY_BUDGET_MS = 20_000;
 const CLOCK_PINGS = 50;
 const TARGET_P99_MS = { embedded: 10, cluster: 30 };
 
@@ -42,25 +44,30 @@ interface SetupSamples {
 
 /**
  * Warm-up, then a steady Stop and a bare abort in turn until STEADY_RUNS of each, then EARLY_RUNS
- * early Stops; all within the setup's budget (warm-up included), the early ones getting a fifth of it.
+ * early Stops, each series within its budget.
  */
-async function measureSetup(open: OpenDeployment, provider: PlanProvider, offsetMs: number, log: (message: string) => void): Promise<SetupSamples> {
+async function measureSetup(
+  open: OpenDeployment,
+  provider: PlanProvider,
+  options: { offsetMs: number; steadyBudgetMs: number; log: (message: string) => void },
+): Promise<SetupSamples> {
+  const { offsetMs, log } = options;
   const { deployment } = open;
   const startedAt = performance.now();
-  const budgetMs = BUDGET_MS[deployment.name] ?? 60_000;
   for (let index = 0; index < WARMUP_RUNS; index++) {
     await stopPlanOnce(deployment, provider, offsetMs, EARLY_CHUNKS);
     await abortBareOnce(provider, offsetMs, EARLY_CHUNKS);
   }
   const steady: StopSample[] = [];
   const bare: StopSample[] = [];
-  const steadyDeadline = startedAt + budgetMs * 0.8;
+  const steadyDeadline = startedAt + options.steadyBudgetMs;
   while (steady.length < STEADY_RUNS && performance.now() < steadyDeadline) {
     steady.push(await stopPlanOnce(deployment, provider, offsetMs, STEADY_CHUNKS));
     bare.push(await abortBareOnce(provider, offsetMs, STEADY_CHUNKS));
   }
   const early: StopSample[] = [];
-  while (early.length < EARLY_RUNS && performance.now() < startedAt + budgetMs) early.push(await stopPlanOnce(deployment, provider, offsetMs, EARLY_CHUNKS));
+  const earlyDeadline = performance.now() + EARLY_BUDGET_MS;
+  while (early.length < EARLY_RUNS && performance.now() < earlyDeadline) early.push(await stopPlanOnce(deployment, provider, offsetMs, EARLY_CHUNKS));
   const workerTimes = await open.workerCancelEventTimes?.();
   for (const sample of [...steady, ...early]) {
     const at = workerTimes?.get(sample.runId!);
@@ -189,10 +196,14 @@ export const planStop: Benchmark = {
     const children: ChildReport[] = [];
     try {
       clock.start = await provider.clockOffset(CLOCK_PINGS);
-      for (const open of [() => openEmbedded(provider), () => openCluster(provider, (message) => log(`plan-stop: ${message}`))]) {
+      const openers = [
+        { open: () => openEmbedded(provider), steadyBudgetMs: STEADY_BUDGET_MS.embedded },
+        { open: () => openCluster(provider, (message) => log(`plan-stop: ${message}`)), steadyBudgetMs: STEADY_BUDGET_MS.cluster },
+      ];
+      for (const { open, steadyBudgetMs } of openers) {
         const opened = await open();
         try {
-          setups.push(await measureSetup(opened, provider, clock.start.offsetMs, log));
+          setups.push(await measureSetup(opened, provider, { offsetMs: clock.start.offsetMs, steadyBudgetMs, log }));
         } finally {
           children.push(...(await opened.close()));
         }
@@ -210,7 +221,7 @@ export const planStop: Benchmark = {
         subtasks: SUBTASK_COUNT,
         maxParallel: IN_FLIGHT,
         chunksBeforeStop: { steady: STEADY_CHUNKS, early: EARLY_CHUNKS },
-        runs: { warmupPerSetup: WARMUP_RUNS, steadyPerSetupMax: STEADY_RUNS, earlyPerSetupMax: EARLY_RUNS, budgetMs: BUDGET_MS },
+        runs: { warmupPerSetup: WARMUP_RUNS, steadyPerSetupMax: STEADY_RUNS, earlyPerSetupMax: EARLY_RUNS, steadyBudgetMs: STEADY_BUDGET_MS, earlyBudgetMs: EARLY_BUDGET_MS },
         method:
           "each run on a fresh thread: POST a research run (config.subtasks: 50 strings, max_parallel 8), wait until the provider child has 8 streaming requests " +
           `of this run open with ≥ ${STEADY_CHUNKS} (steady) or ${EARLY_CHUNKS} (early) chunks each, then POST /v1/runs/{id}/cancel. Stop = absoluteNow() just before that fetch. ` +
