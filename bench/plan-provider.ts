@@ -49,6 +49,8 @@ export interface PlanProvider {
   cancelUrl: string;
   /** The state now, for the requests numbered above `afterId`. */
   snapshot(afterId: number): Promise<PlanSnapshot>;
+  /** How many requests the child has received so far. */
+  requestCount(): Promise<number>;
   /**
    * Resolves once `count` streaming requests numbered above `afterId` are open at once and have
    * each written at least `chunks` chunks (or `timeoutMs` passed: `isTimedOut`).
@@ -144,6 +146,8 @@ export async function startPlanProvider(scenario: TestProviderScenario): Promise
       answers.set(message.ticket, resolve);
       child.send(message);
     });
+  const snapshot = async (afterId: number): Promise<PlanSnapshot> =>
+    (await withTimeout(ask({ type: "snapshot", ticket: ++nextTicket, afterId }), 5_000, "a snapshot")).snapshot!;
   const waitFor = async (wait: Wait, timeoutMs: number): Promise<PlanSnapshot> => {
     // The child answers at its own deadline; this bound only catches a child that stopped answering.
     const answer = await withTimeout(ask({ type: "wait", ticket: ++nextTicket, timeoutMs, ...wait }), timeoutMs + 5_000, `the provider child (${wait.kind})`);
@@ -152,7 +156,8 @@ export async function startPlanProvider(scenario: TestProviderScenario): Promise
   return {
     url: ready.url,
     cancelUrl: ready.cancelUrl,
-    snapshot: async (afterId) => (await withTimeout(ask({ type: "snapshot", ticket: ++nextTicket, afterId }), 5_000, "a snapshot")).snapshot!,
+    snapshot,
+    requestCount: async () => (await snapshot(Number.MAX_SAFE_INTEGER)).requestCount,
     waitForStreaming: ({ timeoutMs, ...wait }) => waitFor({ kind: "streaming", ...wait }, timeoutMs),
     waitForQuiet: ({ timeoutMs, ...wait }) => waitFor({ kind: "quiet", ...wait }, timeoutMs),
     clockOffset: (pings) => estimateClockOffset(pings, async () => (await withTimeout(ask({ type: "ping", ticket: ++nextTicket }), 2_000, "a pong")).at!),

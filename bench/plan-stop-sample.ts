@@ -14,6 +14,9 @@ export const IN_FLIGHT = 8;
 const SETTLE_TIMEOUT_MS = 3_000;
 const START_TIMEOUT_MS = 20_000;
 
+/** The marker a run's prompts carry (the research agent puts the request in every subtask's prompt). */
+export const MARKER_PATTERN = /\[plan-stop \d+\]/;
+
 const SUBTASKS = Array.from({ length: SUBTASK_COUNT }, (_, index) => `Subtask number ${index + 1}`);
 
 /** Where a Tidemark under test is, and how to wait for a run's end there. */
@@ -98,17 +101,15 @@ function sampleOf(raw: PlanSnapshot, offsetMs: number, stopAt: number, marker: s
 
 let markers = 0;
 
-/** The marker a run's prompts carry (the research agent puts the request in every subtask's prompt). */
-export const MARKER_PATTERN = /\[plan-stop \d+\]/;
-
 /**
  * A `research` run of 50 subtasks, 8 at once, on a fresh thread; once the provider has 8 streams
- * open with `chunksBeforeStop` chunks each, `POST /v1/runs/{id}/cancel`. Waits for the 8 sockets, their cancel
- * calls and the run's end; then reads the provider's record of this run's requests.
+ * open with `chunksBeforeStop` chunks each, `POST /v1/runs/{id}/cancel`. Waits for the 8
+ * sockets, their cancel calls and the run's end; then reads the provider's record of this run's
+ * requests.
  */
 export async function stopPlanOnce(deployment: Deployment, provider: PlanProvider, offsetMs: number, chunksBeforeStop: number): Promise<StopSample> {
   const marker = `[plan-stop ${++markers}]`;
-  const { requestCount: afterId } = await provider.snapshot(Number.MAX_SAFE_INTEGER);
+  const afterId = await provider.requestCount();
   const base = deployment.url;
   const thread = await requestJson<{ thread_id: string }>("POST", `${base}/v1/threads`, {}, [201]);
   const run = await requestJson<{ run_id: string }>(
@@ -157,7 +158,7 @@ async function drain(response: Promise<Response>): Promise<void> {
 /** The peer: 8 bare `fetch`es to the same provider under one AbortController, aborted at the same point. */
 export async function abortBareOnce(provider: PlanProvider, offsetMs: number, chunksBeforeStop: number): Promise<StopSample> {
   const marker = `[plan-stop ${++markers}]`;
-  const { requestCount: afterId } = await provider.snapshot(Number.MAX_SAFE_INTEGER);
+  const afterId = await provider.requestCount();
   const controller = new AbortController();
   const endpoint = `${provider.url}/chat/completions`;
   const reads = Array.from({ length: IN_FLIGHT }, (_, index) =>
