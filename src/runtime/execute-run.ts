@@ -11,9 +11,8 @@ import {
   type UsageStats,
   type WorkOutcome,
 } from "../core/index.js";
-import { CANCELLED_BEFORE_EXECUTION } from "./model-context.js";
+import { buildModelContext, CANCELLED_BEFORE_EXECUTION } from "./model-context.js";
 import type { ModelMessage } from "../core/model.js";
-import { buildModelContext } from "./model-context.js";
 import { ModelFailedError } from "./model-failed-error.js";
 import { PublicationRejectedError } from "./publication-rejected-error.js";
 import { ModelError } from "../core/model-error.js";
