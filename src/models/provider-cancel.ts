@@ -32,7 +32,10 @@ export function registerProviderCancel(
 ): CancelRegistration {
   if (!options) return { headers: {}, release: () => {} };
   const token = randomUUID();
-  const onAbort = (): void => {
+  // Sent once every listener of this abort ran: a Stop that aborts several requests in one turn
+  // closes all their sockets first, then the cancel calls go out (still all at once).
+  const onAbort = (): void => void setImmediate(sendCancel);
+  const sendCancel = (): void => {
     fetch(options.url, {
       method: "POST",
       headers: { "content-type": "application/json", ...options.headers },

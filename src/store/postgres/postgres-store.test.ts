@@ -154,4 +154,18 @@ describe("round trips of a plan's writes", () => {
     expect([later, added]).toEqual([first, first]);
     expect((await store.listRunSteps(TENANT, runId)).at(-1)).toMatchObject({ stepId: "step-new", ordinal: 201 });
   });
+
+  it("writing a plan's rows holds the run's lock for one statement, not one per step (a Stop waits behind it)", async () => {
+    const runId = await runningRun(store, "thr_rows", T0);
+    const rows = (count: number, status: "not_started" | "cancelled") =>
+      Array.from({ length: count }, (_, index) => ({ stepId: `s-${index}`, ordinal: index, status, title: `Step ${index}`, dependsOn: [], inputHash: null }));
+    const one = await roundTrips(() => store.saveSteps({ tenantId: TENANT, runId, steps: rows(1, "not_started") }));
+    const fifty = await roundTrips(() => store.saveSteps({ tenantId: TENANT, runId, steps: rows(50, "not_started") }));
+    // BEGIN, the run's row, one upsert, COMMIT.
+    expect(one).toBe(4);
+    expect(fifty).toBe(one);
+    await store.saveSteps({ tenantId: TENANT, runId, steps: rows(50, "cancelled") });
+    const steps = await store.listRunSteps(TENANT, runId);
+    expect(steps.map((step) => [step.stepId, step.ordinal, step.status])).toEqual(rows(50, "cancelled").map((row) => [row.stepId, row.ordinal, "cancelled"]));
+  });
 });

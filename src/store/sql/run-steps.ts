@@ -59,28 +59,66 @@ function asOfRun(update: StepUpdate, run: RunRecord): StepUpdate {
   return { ...update, status: stepStatusAtRunEnd(update.status, run.status), endedAt: update.endedAt ?? run.endedAt };
 }
 
-/** Upserts one step's row of `run` (see {@link saveSteps}). */
-async function upsertStep(tx: SqlContext, run: RunRecord, update: StepUpdate): Promise<void> {
-  const given = STEP_FIELDS.filter(([field]) => update[field] !== undefined).map(([, column]) => column);
-  const value = (field: (typeof STEP_FIELDS)[number][0]): unknown => {
+/** The columns an update names (beyond status), in {@link STEP_FIELDS} order. */
+function givenColumns(update: StepUpdate): string[] {
+  return STEP_FIELDS.filter(([field]) => update[field] !== undefined).map(([, column]) => column);
+}
+
+/** The rows one statement writes at most (a bound on the number of distinct statement texts too). */
+const MAX_ROWS_PER_STATEMENT = 64;
+
+/**
+ * Splits updates into batches one statement can write: the same columns given, each step once,
+ * and an ordinal given (a row without one reads the next ordinal, which a batch could not see grow).
+ */
+function* batchesOf(updates: readonly StepUpdate[]): Generator<StepUpdate[]> {
+  let batch: StepUpdate[] = [];
+  let signature = "";
+  const stepIds = new Set<string>();
+  for (const update of updates) {
+    const columns = givenColumns(update);
+    const key = columns.join(",");
+    const joins = batch.length > 0 && batch.length < MAX_ROWS_PER_STATEMENT && key === signature && columns.includes("ordinal") && !stepIds.has(update.stepId);
+    if (!joins && batch.length > 0) {
+      yield batch;
+      batch = [];
+      stepIds.clear();
+    }
+    batch.push(update);
+    stepIds.add(update.stepId);
+    signature = key;
+  }
+  if (batch.length > 0) yield batch;
+}
+
+/**
+ * Upserts steps' rows of `run` that give the same columns, in one statement (see {@link saveSteps}):
+ * a plan's forty rows hold the run's lock for one round trip, not forty.
+ */
+async function upsertSteps(tx: SqlContext, run: RunRecord, updates: readonly StepUpdate[]): Promise<void> {
+  const given = givenColumns(updates[0]!);
+  const [, ...rest] = STEP_FIELDS;
+  const row = `(?, ?, ?, ?, ?, COALESCE(?, ${NEXT_ORDINAL}), ${rest.map(() => "?").join(", ")})`;
+  const value = (update: StepUpdate, field: (typeof STEP_FIELDS)[number][0]): unknown => {
     if (field === "dependsOn") return JSON.stringify(update.dependsOn ?? []);
     return update[field] ?? null;
   };
-  const [, ...rest] = STEP_FIELDS;
   await tx.sql(
     `INSERT INTO run_steps (tenant_id, run_id, thread_id, step_id, status, ${STEP_FIELDS.map(([, column]) => column).join(", ")})
-     VALUES (?, ?, ?, ?, ?, COALESCE(?, ${NEXT_ORDINAL}), ${rest.map(() => "?").join(", ")})
+     VALUES ${updates.map(() => row).join(", ")}
      ON CONFLICT (tenant_id, run_id, step_id) DO UPDATE SET ${["status", ...given].map(assignment).join(", ")}`,
   ).run(
-    run.tenantId,
-    run.runId,
-    run.threadId,
-    update.stepId,
-    update.status,
-    value("ordinal"),
-    run.tenantId,
-    run.runId,
-    ...rest.map(([field]) => value(field)),
+    ...updates.flatMap((update) => [
+      run.tenantId,
+      run.runId,
+      run.threadId,
+      update.stepId,
+      update.status,
+      value(update, "ordinal"),
+      run.tenantId,
+      run.runId,
+      ...rest.map(([field]) => value(update, field)),
+    ]),
   );
 }
 
@@ -89,7 +127,7 @@ export async function saveSteps(context: SqlContext, input: SaveStepsInput): Pro
   await context.transaction(async (tx) => {
     const run = await tx.run(input.tenantId, input.runId);
     if (!run) return;
-    for (const update of input.steps) await upsertStep(tx, run, asOfRun(update, run));
+    for (const batch of batchesOf(input.steps.map((update) => asOfRun(update, run)))) await upsertSteps(tx, run, batch);
   });
 }
 
