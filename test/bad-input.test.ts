@@ -128,6 +128,8 @@ describe("tenants", () => {
       await h.api(`/v1/threads/${threadA}/runs`, { method: "POST", key: "key-b", json: { input: { role: "user", content: "theirs" } } }),
       await h.api(`/v1/runs/${runA.body.run_id}`, { key: "key-b" }),
       await h.api(`/v1/runs/${runA.body.run_id}/events`, { key: "key-b" }),
+      await h.api(`/v1/runs/${runA.body.run_id}/steps`, { key: "key-b" }),
+      await h.api(`/v1/runs/run_not-a-run-id/steps`, { key: "key-b" }),
       await h.api(`/v1/threads/${threadA}`, { method: "DELETE", key: "key-b" }),
     ];
     for (const response of foreign) {
