@@ -13,6 +13,7 @@ import type { Store } from "../store.js";
 import { PgDriver } from "./pg-driver.js";
 import { createPool, createPostgresStore } from "./postgres-store.js";
 import { PG_MIGRATIONS } from "./schema.js";
+import { claimedRunOnNewThread } from "../../../test/support/store-fixtures.js";
 
 const TENANT = "tenant_a";
 const T0 = 1_700_000_000_000;
@@ -41,25 +42,7 @@ async function admin(sql: string): Promise<pg.QueryResult> {
 
 /** A running run on a new thread of `store`. */
 async function runningRun(store: Store, threadId: string, now: number): Promise<string> {
-  await store.createThread({ tenantId: TENANT, threadId, checkpointId: createId("cp"), metadata: {}, now });
-  const created = await store.createRun({
-    tenantId: TENANT,
-    runId: createId("run"),
-    threadId,
-    input: { role: "user", content: "hello" },
-    inputMessageId: createId("msg"),
-    checkpointId: createId("cp"),
-    idempotencyKey: null,
-    requestHash: "hash-hello",
-    model: "demo",
-    onDisconnect: "continue",
-    recoveryPolicy: "fail",
-    expectedStateVersion: null,
-    now: now + 1,
-  });
-  if (created.kind !== "created") throw new Error(`run not created: ${created.kind}`);
-  await store.claimRun({ tenantId: TENANT, runId: created.run.runId, owner: "w", leaseExpiresAt: now + 60_000, now: now + 2 });
-  return created.run.runId;
+  return (await claimedRunOnNewThread(store, { tenantId: TENANT, threadId, now })).runId;
 }
 
 const publishInput = (runId: string, completedStepId: string, now: number) => ({

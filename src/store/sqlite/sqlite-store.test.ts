@@ -14,6 +14,7 @@ import type { Store } from "../store.js";
 import { MIGRATIONS, migrate } from "./migrations.js";
 import { SqliteDriver } from "./sqlite-driver.js";
 import { createSqliteStore } from "./sqlite-store.js";
+import { claimedRunOnNewThread } from "../../../test/support/store-fixtures.js";
 
 const TENANT = "tenant_a";
 const T0 = 1_700_000_000_000;
@@ -53,27 +54,10 @@ describe("migrations", () => {
 
 /** One completed turn on a new thread of `store`: the thread, its run and its two messages. */
 async function completedTurn(store: Store, threadId: string, now: number): Promise<{ runId: string }> {
-  await store.createThread({ tenantId: TENANT, threadId, checkpointId: createId("cp"), metadata: {}, now });
-  const created = await store.createRun({
-    tenantId: TENANT,
-    runId: createId("run"),
-    threadId,
-    input: { role: "user", content: "hello" },
-    inputMessageId: createId("msg"),
-    checkpointId: createId("cp"),
-    idempotencyKey: null,
-    requestHash: "hash-hello",
-    model: "demo",
-    onDisconnect: "continue",
-    recoveryPolicy: "fail",
-    expectedStateVersion: null,
-    now: now + 1,
-  });
-  if (created.kind !== "created") throw new Error(`run not created: ${created.kind}`);
-  await store.claimRun({ tenantId: TENANT, runId: created.run.runId, owner: "w", leaseExpiresAt: now + 60_000, now: now + 2 });
+  const run = await claimedRunOnNewThread(store, { tenantId: TENANT, threadId, now });
   const published = await store.publishMessage({
     tenantId: TENANT,
-    runId: created.run.runId,
+    runId: run.runId,
     messageId: createId("msg"),
     checkpointId: createId("cp"),
     role: "assistant",
@@ -84,7 +68,7 @@ async function completedTurn(store: Store, threadId: string, now: number): Promi
     now: now + 3,
   });
   if (published.kind !== "published") throw new Error("not published");
-  return { runId: created.run.runId };
+  return { runId: run.runId };
 }
 
 describe("migration 8 (agents and plan steps)", () => {
