@@ -57,6 +57,8 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
       checkpointId: createId("cp"),
       pendingStep,
       now: clock.now(),
+      // A live turn: what the user heard of the answer is published with the cancel (DESIGN §12).
+      heard: execution?.liveOutput?.heard(),
     });
   } catch (error) {
     // The work is already stopped: the run ends failed, and says why (never silently, never "cancelled").
@@ -81,6 +83,7 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
     if (accepted) await context.cluster.sendControl(cancelNotice(result.run, accepted.reason, accepted.stateVersion, accepted.checkpointId));
   }
   if (result.kind !== "accepted") return result;
+  if (execution && result.heardMessage) execution.heardChars = result.heardMessage.content.length;
   await carryOutAcceptedCancel(context, execution, result, reason);
   const { run, thread, checkpoint } = result;
   return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId };
