@@ -3,4 +3,4 @@ export { AgentHandoff, EmergencyStop, LiveEvent, UserStartedSpeaking, UserStoppe
 export { LiveBridge, type LiveBridgeOptions, type LiveSink } from "./live-bridge.js";
 export { RouteBuilder, type Generate, type InterruptRule, type LiveChunk, type LiveRoute, type LiveTurn } from "./live-route.js";
 export { DEFAULT_INTERRUPTION, countWords, type InterruptionOptions } from "./interruption-options.js";
-export { LiveInterruption, LiveTurnStopped, type InterruptReason } from "./live-interruption.js";
+export { LiveInterruption, type InterruptReason } from "./live-interruption.js";

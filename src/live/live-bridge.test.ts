@@ -258,6 +258,21 @@ describe("LiveBridge", () => {
     expect(sink.frames).toEqual(["interrupted disconnected heard=0"]);
     expect(log).toEqual(['generate "go"', 'finally "go"']);
   });
+
+  it("a turn stopped from elsewhere tells the sinks at once, at what the stop kept as heard", async () => {
+    const { bridge, sink, turns, waitForTurn } = setUp();
+    bridge.emit(new UserStoppedSpeaking("go"));
+    const feed = await waitForTurn(1);
+    feed.push("Hello world");
+    await sink.seen("delta Hello world");
+    const turn = turns[0]!;
+    turn.stopped({ messageId: currentMessage(turn), content: "Hel" });
+    expect(sink.frames.at(-1)).toBe("interrupted stopped heard=3");
+    feed.push("more");
+    feed.push(null);
+    await bridge.idle();
+    expect(sink.frames).not.toContain("delta more");
+  });
 });
 
 /** The message a turn is sending (what heard() names, with nothing heard yet). */

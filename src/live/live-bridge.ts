@@ -2,7 +2,7 @@ import { createId, systemTimers, type TimerHandle, type Timers } from "../core/i
 import type { LiveOutput } from "../runtime/live-output.js";
 import { countWords, DEFAULT_INTERRUPTION, type InterruptionOptions } from "./interruption-options.js";
 import { EmergencyStop, isOneOf, UserStartedSpeaking, UserStoppedSpeaking, type LiveEvent, type LiveEventClass } from "./live-events.js";
-import { LiveInterruption, LiveTurnStopped, type InterruptReason } from "./live-interruption.js";
+import { LiveInterruption, type InterruptReason } from "./live-interruption.js";
 import { RouteBuilder, type InterruptRule, type LiveRoute } from "./live-route.js";
 import { Playback } from "./playback.js";
 
@@ -89,6 +89,11 @@ export class LiveBridge {
   /** The first route's interruption options (the one a session configures). */
   get interruption(): InterruptionOptions {
     return { ...(this.#routes[0]?.options ?? DEFAULT_INTERRUPTION) };
+  }
+
+  /** Whether the client acknowledges playback (else what was sent counts as heard). */
+  get playbackAcks(): boolean {
+    return this.#playback.hasAcks;
   }
 
   /** Changes every route's interruption options, and whether playback is acknowledged. */
@@ -256,7 +261,12 @@ export class LiveBridge {
       heard: () => turn.heardAtCut ?? this.#heardOf(turn),
     };
     try {
-      for await (const chunk of turn.route.generate(event, { turnId: turn.turnId, signal: turn.controller.signal, output })) {
+      const stopped = (heard?: { messageId: string; content: string }): void => {
+        if (turn.interruption) return;
+        turn.heardAtCut = heard ?? { messageId: turn.messageId ?? "", content: "" };
+        this.#announceCut(turn, "stopped");
+      };
+      for await (const chunk of turn.route.generate(event, { turnId: turn.turnId, signal: turn.controller.signal, output, stopped })) {
         if (turn.interruption) break;
         const { messageId, text } = typeof chunk === "string" ? { messageId: defaultMessageId, text: chunk } : chunk;
         this.#deliver(turn, messageId, text);
@@ -265,8 +275,7 @@ export class LiveBridge {
       // Held output still goes out once the user stops (or the turn is cut).
       if (turn.isPaused && !turn.interruption) await new Promise<void>((resolve) => (turn.unpaused = resolve));
     } catch (error) {
-      if (error instanceof LiveTurnStopped) this.#announceCut(turn, "stopped");
-      else if (!turn.controller.signal.aborted) this.#onError(error);
+      if (!turn.controller.signal.aborted) this.#onError(error);
     }
   }
 

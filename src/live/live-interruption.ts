@@ -13,12 +13,3 @@ export class LiveInterruption extends Error {
     super(`The turn was interrupted (${reason}).`);
   }
 }
-
-/** Thrown by a turn's generate when its work was stopped from elsewhere (a Stop, a TERMINATE). */
-export class LiveTurnStopped extends Error {
-  override readonly name = "LiveTurnStopped";
-
-  constructor(message = "The turn's run was stopped.") {
-    super(message);
-  }
-}

@@ -12,6 +12,11 @@ export interface LiveTurn {
   readonly signal: AbortSignal;
   /** The turn's playback, for a Tidemark run to publish only what was heard (`Runtime.attachLiveOutput`). */
   readonly output: LiveOutput;
+  /**
+   * The turn's work was stopped from elsewhere (an HTTP Stop, a TERMINATE): the client is told at
+   * once to stop playing, at `heard` (what the stop kept as heard).
+   */
+  stopped(heard?: { messageId: string; content: string }): void;
 }
 
 /** Produces a turn's answer; it must end soon after `turn.signal` aborts. */

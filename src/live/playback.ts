@@ -14,6 +14,10 @@ export class Playback {
     this.#hasAcks = hasAcks;
   }
 
+  get hasAcks(): boolean {
+    return this.#hasAcks;
+  }
+
   set hasAcks(value: boolean) {
     this.#hasAcks = value;
     this.#wake();

@@ -1,5 +1,5 @@
 /** A run's life after creation: claim, transitions, publication, cancel and finish. */
-import { addStats, canFinishRun, canMoveRun, canPublish, decideCancel, resumePolicyAfterCancel, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
+import { addStats, canFinishRun, canMoveRun, canPublish, decideCancel, resumePolicyAfterCancel, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
 import type {
   AcceptedCancelRecord,
   ClaimRunInput,
