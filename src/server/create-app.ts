@@ -15,6 +15,7 @@ import { registerRunRoutes, type RunRouteOptions } from "./routes/runs.js";
 import { registerSystemRoutes } from "./routes/system.js";
 import { registerThreadRoutes } from "./routes/threads.js";
 import { registerWebApp } from "./web-app.js";
+import { registerOpenAiCompat } from "./compat/openai/openai-routes.js";
 
 /** Options for {@link createApp}. */
 export interface AppOptions extends RunRouteOptions {
@@ -43,6 +44,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     },
   });
   options.metrics.trackActiveRuns(() => options.runtime.activeRunCount);
+  if (options.runtime.role !== "worker") registerOpenAiCompat(app, options);
 
   app.use(
     "/v1/*",

@@ -1,0 +1,201 @@
+/**
+ * The OpenAI Responses layer (background mode) through the official `openai` client, unchanged,
+ * against a real server: a response is a run, a model is an agent, cancel is Tidemark's Stop.
+ */
+import OpenAI from "openai";
+import type { ResponseStreamEvent } from "openai/resources/responses/responses";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ChatModel, ModelRequest } from "../src/runtime/index.js";
+import { createDemoModel } from "../src/runtime/index.js";
+import { startHarness, type Harness } from "./support/harness.js";
+
+/** The run id a response id names (`resp_<suffix>` ↔ `run_<suffix>`). */
+const runIdOf = (responseId: string): string => `run_${responseId.slice("resp_".length)}`;
+
+describe("the OpenAI Responses layer, through the official client", () => {
+  let h: Harness;
+  let client: OpenAI;
+  /** Every request the model was asked to continue, in order. */
+  const modelRequests: ModelRequest[] = [];
+
+  beforeAll(async () => {
+    const demo = createDemoModel({ wordsPerSecond: 400, wordCount: 300 });
+    const model: ChatModel = {
+      id: demo.id,
+      stream: (request, options) => {
+        modelRequests.push(request);
+        return demo.stream(request, options);
+      },
+      title: demo.title,
+    };
+    h = await startHarness({ model });
+    client = new OpenAI({ baseURL: h.url + "/v1", apiKey: "x" });
+  });
+  afterEach(async () => {
+    await h.expectNoViolations();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("lists the agents as models", async () => {
+    const models = [];
+    for await (const model of client.models.list()) models.push(model);
+    expect(models.map((model) => model.id)).toEqual(expect.arrayContaining(["chat", "research"]));
+    expect(models[0]).toMatchObject({ object: "model", owned_by: "tidemark" });
+    expect((await client.models.retrieve("chat")).id).toBe("chat");
+  });
+
+  it("background stream → cancel after 3 deltas: cancelled, no partial text anywhere, a second cancel answers the same", async () => {
+    const stream = await client.responses.create({ model: "chat", input: "Tell me a long story", background: true, stream: true });
+    const events: ResponseStreamEvent[] = [];
+    let responseId = "";
+    let deltas = 0;
+    let cancelled: OpenAI.Responses.Response | undefined;
+    for await (const event of stream) {
+      events.push(event);
+      if (event.type === "response.created") responseId = event.response.id;
+      if (event.type === "response.output_text.delta" && ++deltas === 3) cancelled = await client.responses.cancel(responseId);
+    }
+    // The scaffolding in order, numbered without a gap.
+    expect(events.slice(0, 5).map((event) => event.type)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.delta",
+    ]);
+    expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, index) => index));
+    // The stream ended right after the Stop, with a type the client knows, carrying the cancelled response.
+    const last = events.at(-1)!;
+    expect(last.type).toBe("response.incomplete");
+    if (last.type !== "response.incomplete") throw new Error("unreachable");
+    expect(last.response).toMatchObject({ id: responseId, status: "cancelled", output: [] });
+    expect(events.map((event) => event.type)).not.toContain("response.output_text.done");
+
+    expect(cancelled).toMatchObject({ id: responseId, status: "cancelled", output: [], output_text: "", background: true });
+    const again = await client.responses.cancel(responseId);
+    expect(again).toEqual(cancelled);
+    expect(await client.responses.retrieve(responseId)).toEqual(cancelled);
+
+    // The native view agrees: the run is cancelled and history holds the user's message only.
+    const run = await h.api(`/v1/runs/${runIdOf(responseId)}`);
+    expect(run.body.status).toBe("cancelled");
+    const history = await h.api(`/v1/threads/${run.body.thread_id}/history`);
+    expect(history.body.messages.map((message: { role: string }) => message.role)).toEqual(["user"]);
+
+    // The client's own accumulator replays the stopped stream to the same cancelled response.
+    const replayed = await client.responses.stream({ response_id: responseId }).finalResponse();
+    expect(replayed).toMatchObject({ id: responseId, status: "cancelled", output: [], output_text: "" });
+  });
+
+  it("background create, then poll to completed; a cancel of a completed response returns it unchanged", async () => {
+    const created = await client.responses.create({ model: "chat", input: "Hello in the background", background: true });
+    expect(["queued", "in_progress"]).toContain(created.status);
+    expect(created.output).toEqual([]);
+    // Waits for the run's terminal event (not for time), then polls once more.
+    await h.events(runIdOf(created.id));
+    const done = await client.responses.retrieve(created.id);
+    expect(done.status).toBe("completed");
+    expect(done.output_text).toContain('You wrote: "Hello in the background"');
+    expect(done.output).toHaveLength(1);
+    expect(done.usage?.output_tokens).toBeGreaterThan(0);
+    expect(await client.responses.cancel(created.id)).toEqual(done);
+  });
+
+  it("replays with starting_after: the events after that number, then the end", async () => {
+    const created = await client.responses.create({ model: "chat", input: "Replay me", background: true });
+    await h.events(runIdOf(created.id));
+    const all: ResponseStreamEvent[] = [];
+    for await (const event of await client.responses.retrieve(created.id, { stream: true })) all.push(event);
+    expect(all.at(-1)?.type).toBe("response.completed");
+    expect(all.map((event) => event.sequence_number)).toEqual(all.map((_, index) => index));
+    const rest: ResponseStreamEvent[] = [];
+    for await (const event of await client.responses.retrieve(created.id, { stream: true, starting_after: 5 })) rest.push(event);
+    expect(rest).toEqual(all.slice(6));
+    // The accumulator builds the same text from a replay.
+    const final = await client.responses.stream({ response_id: created.id, starting_after: 5 }).finalResponse();
+    expect(final.output_text).toBe((await client.responses.retrieve(created.id)).output_text);
+  });
+
+  it("streams without background and ends with the completed response", async () => {
+    const stream = client.responses.stream({ model: "chat", input: "Stream this" });
+    let text = "";
+    stream.on("response.output_text.delta", (event) => (text += event.delta));
+    const final = await stream.finalResponse();
+    expect(final.status).toBe("completed");
+    expect(final.output_text).toBe(text);
+    expect(final.background).toBe(false);
+  });
+
+  it("previous_response_id continues that response's thread: the model sees the earlier turn", async () => {
+    const first = await client.responses.create({ model: "chat", input: "My name is Ada" });
+    expect(first.status).toBe("completed");
+    const requestsBefore = modelRequests.length;
+    const second = await client.responses.create({ model: "chat", input: "What is my name?", previous_response_id: first.id });
+    expect(second.status).toBe("completed");
+    expect(second.previous_response_id).toBe(first.id);
+    const seen = modelRequests.slice(requestsBefore).at(-1)!.messages;
+    expect(seen.map((message) => message.role)).toEqual(["user", "assistant", "user"]);
+    expect(seen[0]!.content).toBe("My name is Ada");
+    expect(seen[1]!.content).toBe(first.output_text);
+    expect(seen[2]!.content).toBe("What is my name?");
+    // One thread holds both turns; an earlier response is no longer the one to continue from.
+    const run = await h.api(`/v1/runs/${runIdOf(second.id)}`);
+    expect((await h.api(`/v1/runs/${runIdOf(first.id)}`)).body.thread_id).toBe(run.body.thread_id);
+    const stale = await client.responses.create({ model: "chat", input: "Again", previous_response_id: first.id }, { maxRetries: 0 }).catch((error: unknown) => error);
+    expect(stale).toBeInstanceOf(OpenAI.ConflictError);
+    expect((stale as InstanceType<typeof OpenAI.ConflictError>).param).toBe("previous_response_id");
+  });
+
+  it("an unknown or malformed response id, model or previous response is a 404 in OpenAI's shape", async () => {
+    for (const id of ["resp_01jd8x0f1ae2rbv7c9ks0d8m5q", "resp_nope", "run_01jd8x0f1ae2rbv7c9ks0d8m5q"]) {
+      const retrieved = await client.responses.retrieve(id).catch((error: unknown) => error);
+      expect(retrieved).toBeInstanceOf(OpenAI.NotFoundError);
+      expect((retrieved as InstanceType<typeof OpenAI.NotFoundError>).error).toMatchObject({ type: "invalid_request_error", code: "run_not_found" });
+      expect(await client.responses.cancel(id).catch((error: unknown) => error)).toBeInstanceOf(OpenAI.NotFoundError);
+    }
+    const model = await client.responses.create({ model: "gpt-nope", input: "hi" }).catch((error: unknown) => error);
+    expect(model).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((model as InstanceType<typeof OpenAI.NotFoundError>).param).toBe("model");
+    expect(await client.models.retrieve("gpt-nope").catch((error: unknown) => error)).toBeInstanceOf(OpenAI.NotFoundError);
+    const previous = await client.responses
+      .create({ model: "chat", input: "hi", previous_response_id: "resp_01jd8x0f1ae2rbv7c9ks0d8m5q" })
+      .catch((error: unknown) => error);
+    expect(previous).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((previous as InstanceType<typeof OpenAI.NotFoundError>).param).toBe("previous_response_id");
+  });
+
+  it("bad input gets an OpenAI-shaped 4xx, never a 5xx", async () => {
+    const empty = await client.responses.create({ model: "chat", input: "" }).catch((error: unknown) => error);
+    expect(empty).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((empty as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("input");
+    const post = (body: string, contentType = "application/json") =>
+      fetch(`${h.url}/v1/responses`, { method: "POST", headers: { "content-type": contentType }, body });
+    const cases: [string, number, string?][] = [
+      ["{not json", 400],
+      [JSON.stringify({ model: "chat", input: 42 }), 400, "input"],
+      [JSON.stringify({ model: "chat" }), 400, "input"],
+      [JSON.stringify({ input: "hi" }), 400, "model"],
+      [JSON.stringify({ model: "chat", input: "hi", instructions: "Be brief." }), 400, "instructions"],
+      [JSON.stringify({ model: "chat", input: "a\u0000b" }), 400],
+      [JSON.stringify({ model: "chat", input: "x".repeat(2 * 1024 * 1024) }), 413],
+      ["[".repeat(5000) + "]".repeat(5000), 400],
+      [JSON.stringify({ model: "chat", input: [{ role: "user", content: "a" }, { role: "user", content: "b" }] }), 400, "input"],
+    ];
+    for (const [body, status, param] of cases) {
+      const response = await post(body);
+      expect(response.status).toBe(status);
+      const error = ((await response.json()) as { error: Record<string, unknown> }).error;
+      expect(Object.keys(error).sort()).toEqual(["code", "message", "param", "type"]);
+      expect(error.type).toBe("invalid_request_error");
+      if (param) expect(error.param).toBe(param);
+    }
+    const text = await post("hi", "text/plain");
+    expect(text.status).toBe(415);
+    expect(((await text.json()) as { error: { type: string } }).error.type).toBe("invalid_request_error");
+    const cursor = await fetch(`${h.url}/v1/responses/resp_01jd8x0f1ae2rbv7c9ks0d8m5q/nothing-here`);
+    expect(cursor.status).toBe(404);
+    expect(((await cursor.json()) as { error: { code: string } }).error.code).toBe("not_found");
+  });
+});
