@@ -7,6 +7,7 @@ import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ChatModel, ModelRequest } from "../src/runtime/index.js";
 import { createDemoModel } from "../src/runtime/index.js";
+import { eventually } from "./support/eventually.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 /** The run id a response id names (`resp_<suffix>` ↔ `run_<suffix>`). */
@@ -197,5 +198,80 @@ describe("the OpenAI Responses layer, through the official client", () => {
     const cursor = await fetch(`${h.url}/v1/responses/resp_01jd8x0f1ae2rbv7c9ks0d8m5q/nothing-here`);
     expect(cursor.status).toBe(404);
     expect(((await cursor.json()) as { error: { code: string } }).error.code).toBe("not_found");
+  });
+});
+
+describe("the OpenAI Responses layer with tenants, disconnects and an expired stream", () => {
+  let h: Harness;
+  const clientOf = (apiKey: string) => new OpenAI({ baseURL: h.url + "/v1", apiKey, maxRetries: 0 });
+
+  beforeAll(async () => {
+    h = await startHarness({
+      apiKeys: new Map([
+        ["key-a", "tenant-a"],
+        ["key-b", "tenant-b"],
+      ]),
+      disconnectGraceMs: 50,
+      eventTtlMs: 50,
+      demo: { wordsPerSecond: 50, wordCount: 400 },
+    });
+  });
+  afterEach(async () => {
+    await h.expectNoViolations();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("a missing or unknown key is a 401, and another tenant's response is a 404, in OpenAI's shape", async () => {
+    const missing = await fetch(`${h.url}/v1/models`);
+    expect(missing.status).toBe(401);
+    expect(await missing.json()).toEqual({
+      error: { message: expect.any(String), type: "authentication_error", param: null, code: "invalid_api_key" },
+    });
+    expect(await clientOf("key-nope").models.list().catch((error: unknown) => error)).toBeInstanceOf(OpenAI.AuthenticationError);
+
+    const a = clientOf("key-a");
+    const b = clientOf("key-b");
+    const created = await a.responses.create({ model: "chat", input: "Mine", background: true, metadata: { ticket: "42" } });
+    expect(created.metadata).toEqual({ ticket: "42" });
+    expect(await b.responses.retrieve(created.id).catch((error: unknown) => error)).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await b.responses.cancel(created.id).catch((error: unknown) => error)).toBeInstanceOf(OpenAI.NotFoundError);
+    const follow = await b.responses.create({ model: "chat", input: "Theirs", previous_response_id: created.id }).catch((error: unknown) => error);
+    expect(follow).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((await a.responses.cancel(created.id)).status).toBe("cancelled");
+  });
+
+  it("without background, a client that goes away mid-stream stops the run (after the grace period), publishing nothing", async () => {
+    const stream = await clientOf("key-a").responses.create({ model: "chat", input: "Leave early", stream: true });
+    let responseId = "";
+    for await (const event of stream) {
+      if (event.type === "response.created") responseId = event.response.id;
+      if (event.type === "response.output_text.delta") break;
+    }
+    const ended = await h.tidemark.runtime.waitForTerminal("tenant-a", runIdOf(responseId), 20_000);
+    expect(ended).toMatchObject({ status: "cancelled", cancelReason: "client_disconnected" });
+    const response = await clientOf("key-a").responses.retrieve(responseId);
+    expect(response).toMatchObject({ status: "cancelled", output: [], background: false });
+  });
+
+  it("a stream whose buffer expired answers 410 in OpenAI's shape; the response itself is still there", async () => {
+    const a = clientOf("key-a");
+    const created = await a.responses.create({ model: "chat", input: "Soon gone", background: true });
+    await a.responses.cancel(created.id);
+    const expired = await eventually(async () => {
+      const error = await a.responses.retrieve(created.id, { stream: true }).then(
+        (stream) => {
+          stream.controller.abort();
+          throw new Error("the stream is still there");
+        },
+        (error: unknown) => error,
+      );
+      expect(error).toBeInstanceOf(OpenAI.APIError);
+      return error as InstanceType<typeof OpenAI.APIError>;
+    }, { what: "the buffer to expire" });
+    expect(expired.status).toBe(410);
+    expect(expired.error).toMatchObject({ type: "invalid_request_error", code: "stream_expired" });
+    expect((await a.responses.retrieve(created.id)).status).toBe("cancelled");
   });
 });

@@ -54,6 +54,10 @@ export async function writeResponseStream(response: ServerResponse, events: Asyn
     }
     isClosed = true;
     response.end();
+  } catch (error) {
+    // The headers are sent: a failure can only cut the stream, which the client sees as an error.
+    response.destroy();
+    throw error;
   } finally {
     clearInterval(heartbeat);
     response.off("drain", onDrain);
