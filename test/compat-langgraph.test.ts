@@ -1,0 +1,189 @@
+/**
+ * The LangGraph Agent Server subset, through the real `@langchain/langgraph-sdk` Client, unchanged,
+ * against a real server: stream, Stop, replay, wait, assistants, and bad input.
+ */
+import { Client } from "@langchain/langgraph-sdk";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startHarness, type Harness } from "./support/harness.js";
+
+type Part = { id?: string; event: string; data: any };
+
+const human = (content: string) => ({ messages: [{ type: "human", content }] });
+const MODES = ["values", "messages-tuple", "updates"] as const;
+
+/** The text of the `messages` parts (the answer's streamed chunks), joined. */
+const chunkText = (parts: readonly Part[]) =>
+  parts.filter((part) => part.event === "messages" && part.data[0].type === "AIMessageChunk").map((part) => part.data[0].content as string).join("");
+
+async function collect(stream: AsyncIterable<Part>, until?: (part: Part) => boolean): Promise<Part[]> {
+  const parts: Part[] = [];
+  for await (const part of stream) {
+    parts.push(part);
+    if (until?.(part)) break;
+  }
+  return parts;
+}
+
+describe("the LangGraph SDK's Client against /langgraph", () => {
+  let h: Harness;
+  let client: Client;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    client = new Client({ apiUrl: h.url + "/langgraph" });
+  });
+  afterEach(async () => {
+    await h.expectNoViolations();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("assistants.search lists the deployed agents", async () => {
+    const assistants = await client.assistants.search();
+    expect(assistants.map((assistant) => assistant.assistant_id)).toEqual(expect.arrayContaining(["chat", "research"]));
+    expect(assistants.find((assistant) => assistant.assistant_id === "chat")).toMatchObject({ graph_id: "chat", name: "chat", version: 1 });
+    expect(await client.assistants.search({ graphId: "research" })).toHaveLength(1);
+  });
+
+  it("runs.stream with streamResumable streams the answer; the thread's state holds it; joinStream from -1 replays the same parts", async () => {
+    const thread = await client.threads.create();
+    expect(thread).toMatchObject({ status: "idle", values: { messages: [] } });
+    let created: { run_id: string; thread_id?: string } | undefined;
+    const parts = await collect(
+      client.runs.stream(thread.thread_id, "chat", {
+        input: human("Hello from LangGraph"),
+        streamMode: [...MODES],
+        streamResumable: true,
+        onRunCreated: (meta) => (created = meta),
+      }) as AsyncIterable<Part>,
+    );
+    expect(created?.thread_id).toBe(thread.thread_id);
+    const runId = created!.run_id;
+    expect(parts[0]).toMatchObject({ event: "metadata", data: { run_id: runId, thread_id: thread.thread_id } });
+    const values = parts.filter((part) => part.event === "values");
+    expect(values[0]!.data.messages).toEqual([expect.objectContaining({ type: "human", content: "Hello from LangGraph" })]);
+    const final = values.at(-1)!.data.messages;
+    expect(final.map((message: any) => message.type)).toEqual(["human", "ai"]);
+    expect(final[1].content.length).toBeGreaterThan(0);
+    expect(chunkText(parts)).toBe(final[1].content);
+    expect(parts.filter((part) => part.event === "updates").map((part) => part.data)).toEqual([{ agent: { messages: [final[1]] } }]);
+    // Every part has an id, and the ids are distinct and in order.
+    const ids = parts.slice(1).map((part) => part.id!);
+    expect(new Set(ids).size).toBe(ids.length);
+
+    expect(await client.runs.get(thread.thread_id, runId)).toMatchObject({ run_id: runId, thread_id: thread.thread_id, assistant_id: "chat", status: "success" });
+    const state = await client.threads.getState(thread.thread_id);
+    expect((state.values as any).messages).toEqual(final);
+    expect(await client.threads.get(thread.thread_id)).toMatchObject({ status: "idle", values: { messages: final } });
+    const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+    expect(history[0]!.checkpoint.checkpoint_id).toBe(state.checkpoint.checkpoint_id);
+    expect((history.at(-1)!.values as any).messages).toEqual([]);
+
+    // A replay from the start gives exactly the parts the live stream gave.
+    const replay = await collect(client.runs.joinStream(thread.thread_id, runId, { lastEventId: "-1", streamMode: [...MODES] }) as AsyncIterable<Part>);
+    expect(replay).toEqual(parts);
+    // From a part in the middle: exactly the rest.
+    const middle = Math.floor(parts.length / 2);
+    const rest = await collect(client.runs.joinStream(thread.thread_id, runId, { lastEventId: parts[middle]!.id, streamMode: [...MODES] }) as AsyncIterable<Part>);
+    expect(rest).toEqual(parts.slice(middle + 1));
+    // A join without Last-Event-ID of a finished run has nothing left to send.
+    expect(await collect(client.runs.joinStream(thread.thread_id, runId) as AsyncIterable<Part>)).toEqual([]);
+  });
+
+  it("runs.wait completes with the answer, and runs.join gives the same values", async () => {
+    const thread = await client.threads.create();
+    const values = (await client.runs.wait(thread.thread_id, "chat", { input: human("Wait for me") })) as any;
+    expect(values.messages.map((message: any) => message.type)).toEqual(["human", "ai"]);
+    expect(values.messages[1].content.length).toBeGreaterThan(0);
+    expect((await client.threads.getState(thread.thread_id)).values).toEqual(values);
+    const run = await client.runs.create(thread.thread_id, "chat", { input: human("And again") });
+    expect(run).toMatchObject({ status: expect.stringMatching(/^(pending|running|success)$/), assistant_id: "chat" });
+    const joined = (await client.runs.join(thread.thread_id, run.run_id)) as any;
+    expect(joined.messages.map((message: any) => message.type)).toEqual(["human", "ai", "human", "ai"]);
+    expect((await client.runs.get(thread.thread_id, run.run_id)).status).toBe("success");
+  });
+
+  it("answers bad input with a 4xx in the Agent Server's shape, never a 5xx", async () => {
+    const thread = await client.threads.create();
+    const statusOf = (promise: Promise<unknown>) => promise.then(() => 200, (error: { status?: number }) => error.status);
+    expect(await statusOf(client.threads.getState("thr_01jd8x0f1ae2rbv7c9ks0d8m5q"))).toBe(404);
+    expect(await statusOf(client.threads.get("not-a-thread\u0000"))).toBe(404);
+    expect(await statusOf(client.runs.get(thread.thread_id, "run_01jd8x0f1ae2rbv7c9ks0d8m5q"))).toBe(404);
+    expect(await statusOf(client.runs.create(thread.thread_id, "no-such-agent", { input: human("hi") }))).toBe(404);
+    expect(await statusOf(client.runs.create(thread.thread_id, "chat", { input: { messages: [] } }))).toBe(422);
+    expect(await statusOf(client.runs.create(thread.thread_id, "chat", { input: human("a\u0000b") }))).toBe(422);
+    expect(await statusOf(client.runs.create(thread.thread_id, "chat", { input: human("hi"), multitaskStrategy: "rollback" }))).toBe(422);
+    expect(await statusOf(client.runs.create(thread.thread_id, "chat", { input: human("hi"), command: { resume: "yes" } }))).toBe(422);
+    for (const body of ["{not json", JSON.stringify({ assistant_id: "chat", input: human("x"), deep: JSON.parse("[".repeat(100) + "]".repeat(100)) })]) {
+      const response = await fetch(`${h.url}/langgraph/threads/${thread.thread_id}/runs`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      expect(response.status).toBe(422);
+      expect(await response.json()).toMatchObject({ detail: expect.any(String), error: expect.any(String) });
+    }
+    const unknownRoute = await fetch(`${h.url}/langgraph/crons`);
+    expect(unknownRoute.status).toBe(404);
+    expect(await unknownRoute.json()).toMatchObject({ detail: expect.any(String) });
+    // The thread was never touched by the refused runs.
+    expect((await client.threads.getState(thread.thread_id)).values).toEqual({ messages: [] });
+  });
+});
+
+describe("Stop through the LangGraph SDK", () => {
+  let h: Harness;
+  let client: Client;
+
+  beforeAll(async () => {
+    h = await startHarness({ demo: { wordsPerSecond: 40, wordCount: 2000 } });
+    client = new Client({ apiUrl: h.url + "/langgraph" });
+  });
+  afterEach(async () => {
+    await h.expectNoViolations();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("runs.cancel(thread, run, true) leaves the run interrupted and the state with only the user's message", async () => {
+    const thread = await client.threads.create();
+    let runId: string | undefined;
+    const stream = client.runs.stream(thread.thread_id, "chat", {
+      input: human("Tell me a long story"),
+      streamMode: ["values", "messages-tuple"],
+      streamResumable: true,
+      onRunCreated: (meta) => (runId = meta.run_id),
+    }) as AsyncIterable<Part>;
+    const iterator = stream[Symbol.asyncIterator]();
+    const parts: Part[] = [];
+    // Read until the answer has streamed a few chunks.
+    while (parts.filter((part) => part.event === "messages").length < 3) parts.push((await iterator.next()).value as Part);
+    const cancelled = (await client.runs.cancel(thread.thread_id, runId!, true)) as any;
+    expect(cancelled).toMatchObject({ run_id: runId, status: "interrupted" });
+    // The open stream ends right after, with no values holding a partial answer.
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) parts.push(next.value as Part);
+    for (const part of parts.filter((part) => part.event === "values")) expect(part.data.messages.map((message: any) => message.type)).toEqual(["human"]);
+    expect((await client.runs.get(thread.thread_id, runId!)).status).toBe("interrupted");
+    const state = await client.threads.getState(thread.thread_id);
+    expect((state.values as any).messages).toEqual([expect.objectContaining({ type: "human", content: "Tell me a long story" })]);
+    expect((await client.threads.get(thread.thread_id)).status).toBe("idle");
+    // A second cancel says the same; rollback is refused (a Stop keeps the user's message).
+    expect(await client.runs.cancel(thread.thread_id, runId!, true)).toMatchObject({ status: "interrupted" });
+    await expect(client.runs.cancel(thread.thread_id, runId!, true, "rollback")).rejects.toMatchObject({ status: 422 });
+    // The replay holds the chunks the client saw before the Stop, but nothing was published.
+    const replay = await collect(client.runs.joinStream(thread.thread_id, runId!, { lastEventId: "-1" }) as AsyncIterable<Part>);
+    expect(replay.filter((part) => part.event === "updates")).toEqual([]);
+  });
+
+  it("multitask_strategy reject refuses a second run with 409; interrupt stops the first and starts the second", async () => {
+    const thread = await client.threads.create();
+    const first = await client.runs.create(thread.thread_id, "chat", { input: human("First") });
+    await expect(client.runs.create(thread.thread_id, "chat", { input: human("Second"), multitaskStrategy: "reject" })).rejects.toMatchObject({ status: 409 });
+    const second = await client.runs.create(thread.thread_id, "chat", { input: human("Third"), multitaskStrategy: "interrupt" });
+    expect((await client.runs.get(thread.thread_id, first.run_id)).status).toBe("interrupted");
+    expect(await client.runs.cancel(thread.thread_id, second.run_id, true)).toMatchObject({ status: "interrupted" });
+    const messages = ((await client.threads.getState(thread.thread_id)).values as any).messages;
+    expect(messages.map((message: any) => [message.type, message.content])).toEqual([
+      ["human", "First"],
+      ["human", "Third"],
+    ]);
+  });
+});
