@@ -5,6 +5,7 @@
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "./support/harness.js";
+import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
 
 type Part = { id?: string; event: string; data: any };
 
@@ -185,5 +186,85 @@ describe("Stop through the LangGraph SDK", () => {
       ["human", "First"],
       ["human", "Third"],
     ]);
+  });
+});
+
+describe("tenants, disconnects and reconnects through the LangGraph SDK", () => {
+  let h: Harness;
+  let proxy: TcpProxy;
+  let client: Client;
+  const KEY = "lg-key-a";
+  const bearer = (key: string) => ({ defaultHeaders: { authorization: `Bearer ${key}` } });
+
+  beforeAll(async () => {
+    h = await startHarness({
+      demo: { wordsPerSecond: 100, wordCount: 150 },
+      apiKeys: new Map([
+        [KEY, "tenant-a"],
+        ["lg-key-b", "tenant-b"],
+      ]),
+      disconnectGraceMs: 50,
+    });
+    proxy = await startTcpProxy(h.url);
+    client = new Client({ apiUrl: proxy.url + "/langgraph", ...bearer(KEY) });
+  });
+  afterEach(async () => {
+    await h.expectNoViolations();
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await h.close();
+  });
+
+  it("takes the tenant from Authorization: Bearer (or the SDK's apiKey); another tenant's thread is not found", async () => {
+    const thread = await client.threads.create();
+    const anonymous = await fetch(`${h.url}/langgraph/threads/${thread.thread_id}`);
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toMatchObject({ detail: expect.any(String), error: "unauthorized" });
+    const other = new Client({ apiUrl: h.url + "/langgraph", ...bearer("lg-key-b") });
+    await expect(other.threads.get(thread.thread_id)).rejects.toMatchObject({ status: 404 });
+    await expect(other.runs.create(thread.thread_id, "chat", { input: human("not yours") })).rejects.toMatchObject({ status: 404 });
+    const withApiKey = new Client({ apiUrl: h.url + "/langgraph", apiKey: KEY });
+    expect((await withApiKey.threads.get(thread.thread_id)).thread_id).toBe(thread.thread_id);
+  });
+
+  it("a stream whose connection drops reconnects through Location with Last-Event-ID and gets every part once", async () => {
+    const thread = await client.threads.create();
+    const connectionsBefore = proxy.connectionCount;
+    let runId: string | undefined;
+    const parts: Part[] = [];
+    for await (const part of client.runs.stream(thread.thread_id, "chat", {
+      input: human("Survive a dropped connection"),
+      streamMode: [...MODES],
+      streamResumable: true,
+      onRunCreated: (meta) => (runId = meta.run_id),
+    }) as AsyncIterable<Part>) {
+      parts.push(part);
+      if (parts.filter((seen) => seen.event === "messages").length === 3) expect(proxy.dropConnections()).toBeGreaterThan(0);
+    }
+    expect(proxy.connectionCount).toBeGreaterThan(connectionsBefore + 1);
+    const replay = await collect(client.runs.joinStream(thread.thread_id, runId!, { lastEventId: "-1", streamMode: [...MODES] }) as AsyncIterable<Part>);
+    expect(parts).toEqual(replay);
+    expect((await client.runs.get(thread.thread_id, runId!)).status).toBe("success");
+  });
+
+  it("on_disconnect cancel: a client that leaves the stream stops the run, and nothing of its answer is kept", async () => {
+    const thread = await client.threads.create();
+    const controller = new AbortController();
+    let runId: string | undefined;
+    let chunks = 0;
+    for await (const part of client.runs.stream(thread.thread_id, "chat", {
+      input: human("Leave me"),
+      streamMode: ["messages-tuple"],
+      onDisconnect: "cancel",
+      signal: controller.signal,
+      onRunCreated: (meta) => (runId = meta.run_id),
+    }) as AsyncIterable<Part>) {
+      if (part.event === "messages" && ++chunks === 2) controller.abort();
+    }
+    // join waits until the run is terminal.
+    await client.runs.join(thread.thread_id, runId!);
+    expect((await client.runs.get(thread.thread_id, runId!)).status).toBe("interrupted");
+    expect(((await client.threads.getState(thread.thread_id)).values as any).messages.map((message: any) => message.type)).toEqual(["human"]);
   });
 });
