@@ -121,6 +121,14 @@ describe("the LangGraph SDK's Client against /langgraph", () => {
       expect(response.status).toBe(422);
       expect(await response.json()).toMatchObject({ detail: expect.any(String), error: expect.any(String) });
     }
+    expect(await statusOf(client.runs.create(thread.thread_id, "chat", { input: human("hi"), checkpointId: "cp_01jd8x0f1ae2rbv7c9ks0d8m5q" }))).toBe(409);
+    const huge = await fetch(`${h.url}/langgraph/threads/${thread.thread_id}/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ assistant_id: "chat", input: human("x".repeat(2 * 1024 * 1024)) }),
+    });
+    expect(huge.status).toBe(413);
+    expect(await huge.json()).toMatchObject({ detail: expect.any(String), error: "payload_too_large" });
     const unknownRoute = await fetch(`${h.url}/langgraph/crons`);
     expect(unknownRoute.status).toBe(404);
     expect(await unknownRoute.json()).toMatchObject({ detail: expect.any(String) });
@@ -246,6 +254,26 @@ describe("tenants, disconnects and reconnects through the LangGraph SDK", () => 
     const replay = await collect(client.runs.joinStream(thread.thread_id, runId!, { lastEventId: "-1", streamMode: [...MODES] }) as AsyncIterable<Part>);
     expect(parts).toEqual(replay);
     expect((await client.runs.get(thread.thread_id, runId!)).status).toBe("success");
+  });
+
+  it("a run without input continues a stopped one (Continue); a cancel of a finished run returns it unchanged", async () => {
+    const thread = await client.threads.create();
+    let runId: string | undefined;
+    let chunks = 0;
+    for await (const part of client.runs.stream(thread.thread_id, "chat", {
+      input: human("Stop me, then go on"),
+      streamMode: ["messages-tuple"],
+      onRunCreated: (meta) => (runId = meta.run_id),
+    }) as AsyncIterable<Part>) {
+      if (part.event === "messages" && ++chunks === 2) expect(await client.runs.cancel(thread.thread_id, runId!, true)).toMatchObject({ status: "interrupted" });
+    }
+    const values = (await client.runs.wait(thread.thread_id, "chat")) as any;
+    expect(values.messages.map((message: any) => message.type)).toEqual(["human", "ai"]);
+    expect((await client.threads.getState(thread.thread_id)).values).toEqual(values);
+    const finished = await client.runs.create(thread.thread_id, "chat", { input: human("One more") });
+    await client.runs.join(thread.thread_id, finished.run_id);
+    expect(await client.runs.cancel(thread.thread_id, finished.run_id, true)).toMatchObject({ run_id: finished.run_id, status: "success" });
+    expect(((await client.threads.getState(thread.thread_id)).values as any).messages).toHaveLength(4);
   });
 
   it("on_disconnect cancel: a client that leaves the stream stops the run, and nothing of its answer is kept", async () => {
