@@ -3,6 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import type { Runtime } from "../runtime/index.js";
 import { silentLogger, type Logger } from "../runtime/index.js";
 import type { AppEnv } from "./app-env.js";
+import { registerLangGraphRoutes } from "./compat/langgraph/register-langgraph-routes.js";
 import { createAuthMiddleware } from "./auth.js";
 import { createErrorHandler, errorResponse, invalidRequestResponse } from "./errors.js";
 import { jsonBodyGuard } from "./json-body-guard.js";
@@ -66,6 +67,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     registerOperationRoutes(app, options.runtime);
     registerMessageRoutes(app, options.runtime);
     registerAgentRoutes(app, options.runtime);
+    registerLangGraphRoutes(app, { ...options, logger });
   }
   registerSystemRoutes(app, options.runtime, options.metrics);
   registerOpenApiDocument(app);

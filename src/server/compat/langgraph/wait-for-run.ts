@@ -1,0 +1,37 @@
+import { isTerminalStatus, type RunRecord } from "../../../core/index.js";
+import type { Runtime } from "../../../runtime/index.js";
+
+/** How long one wait lasts before the client's connection is looked at again. */
+const WAIT_SLICE_MS = 10_000;
+
+/**
+ * The run once it is terminal, or as it stands when `signal` aborts (the client went away) or
+ * `timeoutMs` ran out. Waits in slices so that an abandoned wait is dropped soon.
+ */
+export async function waitForRun(runtime: Runtime, run: RunRecord, signal: AbortSignal, timeoutMs = Number.POSITIVE_INFINITY): Promise<RunRecord> {
+  let current = run;
+  // Each slice lasts its full length unless the run ends in it: counting them keeps the time.
+  for (let remainingMs = timeoutMs; !isTerminalStatus(current.status) && !signal.aborted && remainingMs > 0; remainingMs -= WAIT_SLICE_MS) {
+    const sliceMs = Math.min(WAIT_SLICE_MS, remainingMs);
+    current = (await abortable(runtime.waitForTerminal(run.tenantId, run.runId, sliceMs), signal)) ?? current;
+  }
+  return current;
+}
+
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => resolve(undefined);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error as Error);
+      },
+    );
+  });
+}
