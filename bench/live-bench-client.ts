@@ -38,8 +38,9 @@ interface Waiter {
 }
 
 /** Connects to `/v1/threads/{threadId}/live` and waits for `session.ready`. */
-export async function connectBenchLive(baseUrl: string, threadId: string, options: { keepFrames?: boolean; onFrame?: (frame: LiveFrame) => void } = {}): Promise<BenchLiveClient> {
+export async function connectBenchLive(baseUrl: string, threadId: string, options: { keepFrames?: boolean; onFrame?: (frame: LiveFrame) => void; openTimeoutMs?: number } = {}): Promise<BenchLiveClient> {
   const keepFrames = options.keepFrames ?? true;
+  const openTimeoutMs = options.openTimeoutMs ?? 10_000;
   const socket = new WebSocket(`${baseUrl.replace(/^http/, "ws")}/v1/threads/${threadId}/live`);
   const frames: ReceivedFrame[] = [];
   const texts = new Map<string, string>();
@@ -74,10 +75,10 @@ export async function connectBenchLive(baseUrl: string, threadId: string, option
       socket.once("error", reject);
       socket.once("unexpected-response", (_request, response) => reject(new Error(`live upgrade refused: ${response.statusCode}`)));
     }),
-    10_000,
+    openTimeoutMs,
     "the live socket to open",
   );
-  await withTimeout(isReady, 10_000, "session.ready");
+  await withTimeout(isReady, openTimeoutMs, "session.ready");
   return {
     frames,
     send(frame) {

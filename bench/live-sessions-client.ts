@@ -26,6 +26,8 @@ export type SessionsMessage =
 
 const OPEN_CONCURRENCY = 16;
 const END_TIMEOUT_MS = 40_000;
+/** A busy server (199 other sessions starting or streaming) may take a while to take the upgrade. */
+const OPEN_TIMEOUT_MS = 30_000;
 const PROMPT = "Tell me a long story.";
 
 /** One session or stream: how many deltas it received, and how to end it. */
@@ -59,6 +61,7 @@ async function openLive(): Promise<Stream> {
   const stream: Stream = { deltas: 0, deltasAtLastCount: 0, end: async () => "not opened" };
   const client: BenchLiveClient = await connectBenchLive(url, threadId, {
     keepFrames: false,
+    openTimeoutMs: OPEN_TIMEOUT_MS,
     // Deltas come only after the transcript, sent once the client is assigned.
     onFrame(frame) {
       if (frame.type !== "output.delta") return;
