@@ -16,6 +16,8 @@ import { clusterThroughput } from "./cluster-throughput.js";
 import { forkCost } from "./fork-cost.js";
 import { formatTable } from "./format-table.js";
 import { ledgerOverhead } from "./ledger-overhead.js";
+import { liveBargeIn } from "./live-barge-in.js";
+import { liveSessions } from "./live-sessions.js";
 import { pgCheckpointCost } from "./pg-checkpoint-cost.js";
 import { planOverhead } from "./plan-overhead.js";
 import { planStop } from "./plan-stop.js";
@@ -27,7 +29,7 @@ import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
 import { threadRender } from "./thread-render.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveSessions];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));
