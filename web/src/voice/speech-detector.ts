@@ -1,0 +1,49 @@
+/**
+ * Speech start and end from the microphone, by Silero VAD v5 in the page (@ricky0123/vad-web).
+ * Its library (with onnxruntime-web) is loaded only when voice mode starts, and its model,
+ * worklet and wasm files come from this server (`virtual:voice-assets`), never from a CDN.
+ */
+import { voiceAssetsBase } from "virtual:voice-assets";
+
+export interface SpeechDetectorCallbacks {
+  /** The VAD heard speech begin (about 30–60 ms after the onset in the audio). */
+  onSpeechStart(): void;
+  /** The speech ended (after the VAD's redemption time of silence). */
+  onSpeechEnd(): void;
+  /** What began as speech was too short to be speech after all (a click, a cough). */
+  onMisfire(): void;
+}
+
+/** A running detector: the microphone can be muted (its tracks stopped) and opened again. */
+export interface SpeechDetector {
+  mute(): Promise<void>;
+  unmute(): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+/**
+ * Loads the VAD and opens the microphone. `audioContext` is made by the caller inside the click
+ * that entered voice mode, so that the browser lets it run.
+ */
+export async function startSpeechDetector(callbacks: SpeechDetectorCallbacks, audioContext: AudioContext): Promise<SpeechDetector> {
+  const { MicVAD } = await import("@ricky0123/vad-web");
+  const vad = await MicVAD.new({
+    model: "v5",
+    baseAssetPath: voiceAssetsBase,
+    onnxWASMBasePath: voiceAssetsBase,
+    audioContext,
+    onSpeechStart: () => callbacks.onSpeechStart(),
+    onSpeechEnd: () => callbacks.onSpeechEnd(),
+    onVADMisfire: () => callbacks.onMisfire(),
+    ortConfig: (ort) => {
+      ort.env.logLevel = "error";
+      // One thread: the page is not cross-origin isolated, and a worker would need more CSP.
+      ort.env.wasm.numThreads = 1;
+    },
+  });
+  return {
+    mute: () => vad.pause(),
+    unmute: () => vad.start(),
+    destroy: () => vad.destroy(),
+  };
+}
