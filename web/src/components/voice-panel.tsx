@@ -39,7 +39,7 @@ export function VoicePanel({ session, snapshot }: VoicePanelProps) {
   return (
     <section className="voice-panel" aria-label="Voice mode">
       <div className="voice-bar">
-        <p className={`voice-mic ${microphone}`} data-microphone={microphone}>
+        <p className={`voice-mic ${microphone}`} data-microphone={microphone} data-utterances={snapshot.utterances}>
           <span className="voice-dot" aria-hidden="true" />
           {MICROPHONE_TEXT[microphone]}
         </p>

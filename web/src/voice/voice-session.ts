@@ -27,6 +27,8 @@ export interface VoiceSnapshot {
   voice: VoiceState;
   microphone: MicrophoneStatus;
   microphoneError: string | null;
+  /** How many utterances the VAD heard begin (misfires included). */
+  utterances: number;
   /** Why speech recognition cannot be used here (type instead), or null while it can. */
   recognitionUnavailable: string | null;
   outputMode: OutputMode;
@@ -60,6 +62,7 @@ export function createVoiceSession(options: { origin: string; threadId: string; 
   let state = INITIAL_VOICE_STATE;
   let microphone: MicrophoneStatus = "starting";
   let microphoneError: string | null = null;
+  let utterances = 0;
   let recognitionUnavailable: string | null = null;
   let chosenMode: OutputMode | null = null;
   let detector: SpeechDetector | null = null;
@@ -76,7 +79,7 @@ export function createVoiceSession(options: { origin: string; threadId: string; 
   }
   function buildSnapshot(): VoiceSnapshot {
     const canSpeak = voices().length > 0;
-    return { voice: state, microphone, microphoneError, recognitionUnavailable, outputMode: chosenMode ?? (canSpeak ? "speech" : "text"), canSpeak };
+    return { voice: state, microphone, microphoneError, utterances, recognitionUnavailable, outputMode: chosenMode ?? (canSpeak ? "speech" : "text"), canSpeak };
   }
   function emit(): void {
     snapshot = buildSnapshot();
@@ -157,6 +160,7 @@ export function createVoiceSession(options: { origin: string; threadId: string; 
     onSpeechStart() {
       if (isClosed || isMuted || utterance) return;
       utterance = transcriber.begin();
+      utterances++;
       microphone = "hearing";
       emit();
       enqueue(() => send({ type: "user.started_speaking" }));
