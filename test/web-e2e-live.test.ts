@@ -30,18 +30,20 @@ const SPOKEN = "Wait, tell me about the moon instead.";
 /** Long enough that the page is still revealing it when the user speaks over it. */
 const ANSWER = Array.from({ length: 16 }, () => "The tide turns because the moon pulls the sea, and the earth turns beneath it.").join(" ");
 
-/** The live socket's frames, both ways, as the page sent and received them. */
+/** The live socket's frames, both ways, as the page sent and received them, and whether it closed (every frame is in by then). */
 interface LiveFrames {
   sent: any[];
   received: any[];
+  isClosed: boolean;
 }
 
 function recordLiveFrames(page: Page): LiveFrames {
-  const frames: LiveFrames = { sent: [], received: [] };
+  const frames: LiveFrames = { sent: [], received: [], isClosed: false };
   page.on("websocket", (socket) => {
     if (!new URL(socket.url()).pathname.endsWith("/live")) return;
     socket.on("framesent", (frame) => frames.sent.push(JSON.parse(String(frame.payload))));
     socket.on("framereceived", (frame) => frames.received.push(JSON.parse(String(frame.payload))));
+    socket.on("close", () => (frames.isClosed = true));
   });
   return frames;
 }
@@ -215,6 +217,7 @@ describe.skipIf(!hasChromium || !hasEspeak)("the web app's voice mode", () => {
 
     // Leaving voice mode closes the socket: the turn is cut where the user had got to, and that much is saved.
     await page.getByRole("button", { name: "Leave voice mode" }).click();
+    await expect.poll(() => frames.isClosed, WAIT).toBe(true);
     const heardChars = lastAck(frames, messageId)!;
     await expect
       .poll(async () => ((await h.api(`/v1/threads/${threadId}/history`)).body.messages as any[]).map((entry) => [entry.role, entry.content, entry.interrupted]), WAIT)

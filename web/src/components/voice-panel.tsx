@@ -3,9 +3,9 @@
  * the user said, and each agent message as played, with what was heard vs discarded after a
  * barge-in), and the typed fallback: a field whose text is sent as a whole utterance.
  */
-import { useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
 import type { VoiceSession, VoiceSnapshot } from "../voice/voice-session.js";
-import { agentMessagePhase } from "../voice/voice-state.js";
+import { agentMessagePhase, agentMessageText } from "../voice/voice-state.js";
 import { VoiceAgentMessage } from "./voice-agent-message.js";
 
 export interface VoicePanelProps {
@@ -28,6 +28,19 @@ export function VoicePanel({ session, snapshot }: VoicePanelProps) {
   const { voice, microphone } = snapshot;
   const isOpen = voice.connection === "open";
   const playing = voice.entries.find((entry) => entry.kind === "agent" && agentMessagePhase(entry) === "playing");
+  const scroller = useRef<HTMLDivElement>(null);
+  /** Whether the view follows the newest words, or the user scrolled up to read. */
+  const isPinned = useRef(true);
+  const shownChars = voice.entries.reduce((total, entry) => total + (entry.kind === "agent" ? agentMessageText(entry).heard.length : entry.transcript.length), 0);
+  useEffect(() => {
+    const element = scroller.current;
+    if (element && isPinned.current) element.scrollTop = element.scrollHeight;
+  }, [voice.entries.length, shownChars]);
+
+  function onScroll(): void {
+    const element = scroller.current;
+    if (element) isPinned.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80;
+  }
 
   function onSubmit(event: FormEvent): void {
     event.preventDefault();
@@ -92,7 +105,7 @@ export function VoicePanel({ session, snapshot }: VoicePanelProps) {
           </div>
         </div>
       )}
-      <div className="conversation-body" role="region" aria-label="Voice conversation" tabIndex={0}>
+      <div className="conversation-body" ref={scroller} role="region" aria-label="Voice conversation" tabIndex={0} onScroll={onScroll}>
         {voice.entries.length === 0 ? (
           <div className="empty">
             <p>Say something, or type it below.</p>
