@@ -145,6 +145,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     maxBacklogEvents: options.maxBacklogEvents,
     stallTimeoutMs: options.stallTimeoutMs,
     webRoot: options.webRoot,
+    timers: options.timers,
   });
   return {
     url: server.url,
@@ -153,6 +154,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     runtime,
     server,
     async close() {
+      await server.closeLiveSessions();
       await runtime.close();
       await server.close();
       await cluster?.close();

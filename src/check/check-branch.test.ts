@@ -41,6 +41,7 @@ function message(threadId: string, id: string, position: number, role: MessageRe
     toolCallId: null,
     toolName: null,
     label: null,
+    interrupted: false,
     createdAt: version,
   };
 }

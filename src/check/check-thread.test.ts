@@ -63,6 +63,7 @@ function message(
     toolCallId: null,
     toolName: null,
     label: null,
+    interrupted: false,
     createdAt: stateVersion,
   };
 }

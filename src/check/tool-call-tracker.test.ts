@@ -36,6 +36,7 @@ function history(drafts: Draft[]): MessageRecord[] {
     toolCallId: "answers" in message ? message.answers : null,
     toolName: "answers" in message ? "search" : null,
     label: null,
+    interrupted: false,
     createdAt: position,
   }));
 }

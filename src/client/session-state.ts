@@ -213,6 +213,7 @@ function publishedFromDraft(
     tool_call_id: null,
     tool_name: null,
     label: null,
+    interrupted: false,
     position,
     created_at: now.toISOString(),
   };

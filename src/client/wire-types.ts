@@ -89,6 +89,8 @@ export interface MessageView {
   tool_name: string | null;
   /** A labelled block's label (one plan subtask's finished section); null for a plain message. */
   label: string | null;
+  /** A live turn's answer cut by an interruption: exactly what the user heard of it. */
+  interrupted: boolean;
   position: number;
   created_at: string;
 }

@@ -11,10 +11,10 @@ describe("error codes", () => {
     }
   });
 
-  it("are lower_snake_case and map to 4xx, except the three server-side ones", () => {
+  it("are lower_snake_case and map to 4xx, except the four server-side ones", () => {
     for (const [code, { status }] of Object.entries(ERROR_CODES)) {
       expect(code).toMatch(/^[a-z]+(_[a-z]+)*$/);
-      const isServerSide = code === "internal_error" || code === "shutting_down" || code === "worker_unavailable";
+      const isServerSide = code === "internal_error" || code === "shutting_down" || code === "worker_unavailable" || code === "live_unavailable";
       if (!isServerSide) expect(status).toBeLessThan(500);
     }
   });

@@ -48,7 +48,16 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, meaning: "The body must be application/json." },
   headers_too_large: { status: 431, meaning: "The request's headers exceed the server's limit." },
   internal_error: { status: 500, meaning: "An unexpected server failure; details are in the server log only." },
+  invalid_frame: {
+    status: 400,
+    meaning: "A live session's frame is not a JSON object of a known type with the right fields (the socket stays open).",
+  },
+  frame_too_large: { status: 413, meaning: "A live session's frame exceeds 64 KiB (the socket stays open)." },
   shutting_down: { status: 503, meaning: "The server is draining and takes no new runs." },
+  live_unavailable: {
+    status: 503,
+    meaning: "This process does not execute runs (an API-only process): live sessions connect to one that does.",
+  },
   worker_unavailable: { status: 503, meaning: "The worker holding the run did not act on the request in time; try again." },
 } as const satisfies Record<string, { status: number; meaning: string }>;
 

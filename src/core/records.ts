@@ -103,6 +103,11 @@ export interface MessageRecord {
   toolName: string | null;
   /** A labelled block (e.g. one subtask's finished section of a plan): its label; null for a plain message. */
   label: string | null;
+  /**
+   * A live turn cut by an interruption (DESIGN §12): the content is exactly what the user heard of
+   * the answer, published with the cancel; the unheard rest was discarded.
+   */
+  interrupted: boolean;
   createdAt: number;
 }
 

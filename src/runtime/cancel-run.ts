@@ -1,4 +1,4 @@
-import { acceptedCancelOf, createId, isId, isTerminalStatus, planAcceptedCancel, stopProtocol, TidemarkError, type CheckpointKind, type Clock, type RunEventDraft, type RunRecord } from "../core/index.js";
+import { acceptedCancelOf, createId, isId, isTerminalStatus, planAcceptedCancel, stopProtocol, TidemarkError, type CheckpointKind, type Clock, type MessageRecord, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Cluster } from "./cluster.js";
 import type { AcceptedCancelRecord, Store } from "../store/index.js";
 import { emitTerminal } from "./execute-run.js";
@@ -10,7 +10,7 @@ import type { RuntimeObserver } from "./runtime-observer.js";
 
 /** What a cancel did. */
 export type CancelRunResult =
-  | { kind: "accepted"; run: RunRecord; acceptedStateVersion: number; resumeCheckpointId: string }
+  | { kind: "accepted"; run: RunRecord; acceptedStateVersion: number; resumeCheckpointId: string; heardMessage?: MessageRecord }
   | { kind: "already_requested"; run: RunRecord }
   | { kind: "already_terminal"; run: RunRecord }
   /** A client-named run that does not exist yet: the cancel applies when it is created. */
@@ -57,6 +57,8 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
       checkpointId: createId("cp"),
       pendingStep,
       now: clock.now(),
+      // A live turn: what the user heard of the answer is published with the cancel (DESIGN §12).
+      heard: execution?.liveOutput?.heard(),
     });
   } catch (error) {
     // The work is already stopped: the run ends failed, and says why (never silently, never "cancelled").
@@ -81,9 +83,10 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
     if (accepted) await context.cluster.sendControl(cancelNotice(result.run, accepted.reason, accepted.stateVersion, accepted.checkpointId));
   }
   if (result.kind !== "accepted") return result;
+  if (execution && result.heardMessage) execution.heardChars = result.heardMessage.content.length;
   await carryOutAcceptedCancel(context, execution, result, reason);
-  const { run, thread, checkpoint } = result;
-  return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId };
+  const { run, thread, checkpoint, heardMessage } = result;
+  return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId, ...(heardMessage ? { heardMessage } : {}) };
 }
 
 /**

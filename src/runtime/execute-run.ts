@@ -204,7 +204,7 @@ export function logRunFailure(logger: RunExecution["logger"], run: RunRecord, ca
 
 /** The counts of generation that was started and not published. */
 function discardedStats(execution: RunExecution): Partial<UsageStats> {
-  return execution.generations.discardedStats();
+  return execution.generations.discardedStats(execution.heardChars);
 }
 
 /** Emits the terminal event matching `run`'s terminal status. */

@@ -31,4 +31,14 @@ describe("GenerationMeters", () => {
     meters.keptStats(meter, "abcd");
     expect(meters.discardedStats()).toMatchObject({ discardedGenerationCount: 1, discardedStreamChars: 4 });
   });
+
+  it("does not count a live turn's heard part as discarded, and shares its tokens by characters", () => {
+    const meters = new GenerationMeters();
+    const meter = meters.start([]);
+    meter.streamChars = 40;
+    meter.usage = { inputTokens: 5, outputTokens: 10, isEstimated: false };
+    expect(meters.discardedStats(30)).toMatchObject({ discardedStreamChars: 10, discardedOutputTokens: 3, outputTokens: 10, tokensEstimated: true });
+    // An ack past what was generated is clamped: nothing left discarded, never a negative count.
+    expect(meters.discardedStats(55)).toMatchObject({ discardedStreamChars: 0, discardedOutputTokens: 0, discardedGenerationCount: 1 });
+  });
 });

@@ -47,8 +47,11 @@ export class GenerationMeters {
     this.#open.delete(meter);
   }
 
-  /** The counts of every generation started and not kept. */
-  discardedStats(): Partial<UsageStats> {
+  /**
+   * The counts of every generation started and not kept; `heardChars` of them were kept after all
+   * (a live turn's heard answer, published with its cancel), so they are not discarded.
+   */
+  discardedStats(heardChars = 0): Partial<UsageStats> {
     if (this.#open.size === 0) return {};
     const stats = {
       llmCallCount: 0,
@@ -70,6 +73,13 @@ export class GenerationMeters {
       stats.discardedGenerationCount += 1;
       stats.discardedStreamChars += meter.streamChars;
       stats.discardedOutputTokens += outputTokens;
+    }
+    if (heardChars > 0 && stats.discardedStreamChars > 0) {
+      // The heard part's tokens are not known apart from the rest's: shared by characters, flagged.
+      const kept = Math.min(heardChars, stats.discardedStreamChars);
+      stats.discardedOutputTokens = Math.round((stats.discardedOutputTokens * (stats.discardedStreamChars - kept)) / stats.discardedStreamChars);
+      stats.discardedStreamChars -= kept;
+      stats.tokensEstimated = true;
     }
     return stats;
   }

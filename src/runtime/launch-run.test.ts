@@ -49,6 +49,7 @@ describe("launchRun, two launches of one run", () => {
       awaitApproval: async () => "rejected",
       admitNext: async () => {},
       onRunSettled: () => markLoserEnded(),
+      liveOutputs: new Map(),
     };
     return { context, active, settleClaim, loserEnded };
   }

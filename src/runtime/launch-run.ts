@@ -10,6 +10,7 @@ import type { ChatModel, ModelToolDefinition } from "../core/model.js";
 import type { AgentRegistry } from "../agents/agent-registry.js";
 import { undeployedAgent } from "../agents/undeployed-agent.js";
 import { GenerationMeters } from "./generation-meter.js";
+import type { LiveOutput } from "./live-output.js";
 import type { RunExecution } from "./run-execution.js";
 import { runKey } from "./run-key.js";
 import { RunStop } from "./run-stop.js";
@@ -42,6 +43,8 @@ export interface LaunchRunContext {
   admitNext(tenantId: string, threadId: string): Promise<void>;
   /** Called once a run's execution ended here, whatever its outcome (a slot is free again). */
   onRunSettled?(): void;
+  /** Live turns' playback, by {@link runKey}: attached before the run is created. */
+  liveOutputs: ReadonlyMap<string, LiveOutput>;
 }
 
 /**
@@ -75,6 +78,8 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
     awaitApproval: (operation, signal) => context.awaitApproval(execution, operation, signal),
     stop: new RunStop(scope),
     generations: new GenerationMeters(),
+    liveOutput: context.liveOutputs.get(key),
+    heardChars: 0,
   };
   // Registered before the claim, so a cancel that lands while claiming still aborts it. Two
   // launches of one run can meet here (the run's create launches it while a worker's batch claim

@@ -20,6 +20,7 @@ function message(overrides: Partial<MessageRecord>): MessageRecord {
     toolCallId: null,
     toolName: null,
     label: null,
+    interrupted: false,
     createdAt: position,
     ...overrides,
   };

@@ -14,6 +14,11 @@ export type PublishRequest = Omit<PublishMessageInput, "tenantId" | "runId" | "c
  */
 export async function publish(execution: RunExecution, request: PublishRequest): Promise<Extract<PublishMessageResult, { kind: "published" }>> {
   const { run } = execution;
+  // A live turn's answer enters history only once the user heard it all (an interruption
+  // aborts this wait, and its cancel publishes the heard part instead).
+  if (execution.liveOutput && request.role === "assistant" && request.content) {
+    await execution.liveOutput.heardWhole(request.messageId, request.content, execution.scope.signal);
+  }
   const published = await execution.store.publishMessage({
     ...request,
     tenantId: run.tenantId,

@@ -8,6 +8,7 @@ import type { ChatModel, ModelToolDefinition } from "../core/model.js";
 import type { Agent } from "../agents/define-agent.js";
 import type { GenerationMeters } from "./generation-meter.js";
 import type { StepJournal } from "./step-journal.js";
+import type { LiveOutput } from "./live-output.js";
 
 /** One run being executed in this process: what its steps and its cancel path share. */
 export interface RunExecution {
@@ -43,6 +44,10 @@ export interface RunExecution {
   readonly stop: RunStop;
   /** Generations started and not kept: what a Stop discarded. */
   readonly generations: GenerationMeters;
+  /** A live turn's playback (DESIGN §12): answers are published once heard, a cancel publishes the heard part. */
+  readonly liveOutput: LiveOutput | undefined;
+  /** The characters of the answer a cancel published as heard: kept, so not counted as discarded. */
+  heardChars: number;
 }
 
 /** The step a cancel caught, for its checkpoint: the first still in progress, if any. */

@@ -7,6 +7,7 @@ import type { Tool } from "../tools/tool.js";
 import type { Cluster } from "./cluster.js";
 import type { DisconnectWatch } from "./disconnect-watch.js";
 import { launchRun, type LaunchRunContext } from "./launch-run.js";
+import type { LiveOutput } from "./live-output.js";
 import type { RunExecution } from "./run-execution.js";
 import type { RunJournal } from "./run-journal.js";
 import { runKey } from "./run-key.js";
@@ -39,6 +40,8 @@ export interface RunSchedulerPorts {
   awaitApproval(execution: RunExecution, operation: OperationRecord, signal: AbortSignal): Promise<"approved" | "rejected">;
   /** Called once a run's execution ended here, whatever its outcome (a slot is free again). */
   onRunSettled(): void;
+  /** Live turns' playback, by {@link runKey}. */
+  liveOutputs: ReadonlyMap<string, LiveOutput>;
 }
 
 /**

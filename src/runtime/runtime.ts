@@ -1,4 +1,6 @@
 import { ConfigurationError, createId, systemClock, systemTimers, type Clock, type TimerHandle, type Timers, type RecoveryPolicy, type RunRecord, type ThreadRecord } from "../core/index.js";
+import { runKey } from "./run-key.js";
+import type { LiveOutput } from "./live-output.js";
 import type { Cluster } from "./cluster.js";
 import type { DeleteMessageResult, ForkThreadResult, Store } from "../store/index.js";
 import { EventHub, type RunEventBuffer } from "../stream/index.js";
@@ -106,6 +108,7 @@ export class Runtime {
   readonly #confirmations: OperationConfirmationContext;
   readonly #edits: ThreadEditsContext;
   readonly #timerSource: Timers;
+  readonly #liveOutputs = new Map<string, LiveOutput>();
   #timers: TimerHandle[] = [];
   #isRecovering = false;
 
@@ -167,6 +170,7 @@ export class Runtime {
       awaitApproval: (execution, operation, signal) => approvals.awaitApproval(execution, operation, signal),
       // A slot is free again: a worker claims the next queued run.
       onRunSettled: () => this.#worker?.claimSoon(),
+      liveOutputs: this.#liveOutputs,
     }));
     this.#confirmations = { store, clock, logger, tools };
     this.#cancel = {
@@ -218,6 +222,20 @@ export class Runtime {
             isClosed: () => scheduler.isClosed,
           })
         : undefined;
+  }
+
+  /**
+   * Plays the answers of run `runId` (not created yet) to a live user: they are published once
+   * heard, and a cancel publishes the heard part (DESIGN §12). Only where runs execute in this
+   * process (not an API-only process). Returns the function that detaches it.
+   */
+  attachLiveOutput(tenantId: string, runId: string, output: LiveOutput): () => void {
+    if (this.#role === "api") throw new ConfigurationError("Live turns run where they are played: an API-only process executes no runs.", { setting: "role" });
+    const key = runKey(tenantId, runId);
+    this.#liveOutputs.set(key, output);
+    return () => {
+      if (this.#liveOutputs.get(key) === output) this.#liveOutputs.delete(key);
+    };
   }
 
   /**

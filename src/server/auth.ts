@@ -38,20 +38,31 @@ export function parseApiKeys(value: string | undefined): Map<string, string> {
   return keys;
 }
 
+/**
+ * The tenant a presented key names (compared in constant time), or undefined; with no keys
+ * configured, the local tenant whatever is presented.
+ */
+export function createKeyLookup(apiKeys: ReadonlyMap<string, string>): (presented: string | undefined) => string | undefined {
+  const entries = [...apiKeys].map(([key, tenant]) => ({ key: Buffer.from(key), tenant }));
+  return (presented) => {
+    if (entries.length === 0) return LOCAL_TENANT;
+    const bytes = Buffer.from(presented ?? "");
+    return entries.find(({ key }) => key.length === bytes.length && timingSafeEqual(key, bytes))?.tenant;
+  };
+}
+
+/** The key of an `Authorization: Bearer <key>` header. */
+export function bearerKey(header: string | undefined): string | undefined {
+  return /^Bearer\s+(.+)$/i.exec(header ?? "")?.[1]?.trim();
+}
+
 /** Selects the tenant from `Authorization: Bearer <key>`; with no keys configured, the local tenant. */
 export function createAuthMiddleware(apiKeys: ReadonlyMap<string, string>): MiddlewareHandler<AppEnv> {
-  const entries = [...apiKeys].map(([key, tenant]) => ({ key: Buffer.from(key), tenant }));
+  const tenantOf = createKeyLookup(apiKeys);
   return async function authenticate(c, next) {
-    if (entries.length === 0) {
-      c.set("tenantId", LOCAL_TENANT);
-      return next();
-    }
-    const header = c.req.header("authorization") ?? "";
-    const match = /^Bearer\s+(.+)$/i.exec(header);
-    const presented = Buffer.from(match?.[1]?.trim() ?? "");
-    const found = entries.find(({ key }) => key.length === presented.length && timingSafeEqual(key, presented));
-    if (!found) return errorResponse(c, "unauthorized", "Send a valid API key as Authorization: Bearer <key>.");
-    c.set("tenantId", found.tenant);
+    const tenant = tenantOf(bearerKey(c.req.header("authorization")));
+    if (!tenant) return errorResponse(c, "unauthorized", "Send a valid API key as Authorization: Bearer <key>.");
+    c.set("tenantId", tenant);
     return next();
   };
 }

@@ -97,6 +97,7 @@ export const MessageSchema = z
     tool_call_id: z.string().nullable(),
     tool_name: z.string().nullable(),
     label: z.string().nullable().openapi({ description: "A labelled block's label (e.g. one plan subtask's finished section); null for a plain message." }),
+    interrupted: z.boolean().openapi({ description: "A live turn's answer cut by an interruption: the content is exactly what the user heard (DESIGN §12)." }),
     position: z.number().int(),
     created_at: z.string(),
   })

@@ -4,6 +4,8 @@ import type { Server } from "node:http";
 import { silentLogger } from "../runtime/index.js";
 import { createClientErrorHandler } from "./client-error-handler.js";
 import { createApp, type AppOptions } from "./create-app.js";
+import { createLiveEndpoint } from "./live/live-endpoint.js";
+import type { Timers } from "../core/index.js";
 
 /** A running HTTP server. */
 export interface RunningServer {
@@ -11,6 +13,8 @@ export interface RunningServer {
   url: string;
   port: number;
   server: Server;
+  /** Ends the live sessions (each turn cut as a disconnect, its heard part published): before the runtime closes. */
+  closeLiveSessions(): Promise<void>;
   /**
    * Stops accepting connections, lets the requests being handled finish (up to 10 s), then
    * closes the open connections (SSE streams included: their clients reconnect elsewhere).
@@ -19,8 +23,9 @@ export interface RunningServer {
 }
 
 /** Serves the API on `host:port` (port 0 picks a free one). */
-export async function startServer(options: AppOptions & { host: string; port: number }): Promise<RunningServer> {
+export async function startServer(options: AppOptions & { host: string; port: number; timers?: Timers }): Promise<RunningServer> {
   const app = createApp(options);
+  const live = createLiveEndpoint({ runtime: options.runtime, apiKeys: options.apiKeys ?? new Map(), logger: options.logger ?? silentLogger, timers: options.timers });
   // Requests in their handler (an SSE stream counts only until its handler hands the response over).
   let inFlight = 0;
   let onIdle: (() => void) | undefined;
@@ -37,6 +42,7 @@ export async function startServer(options: AppOptions & { host: string; port: nu
     const started = serve({ fetch, port: options.port, hostname: options.host }, () => resolve(started as Server));
     started.once("error", reject);
     started.on("clientError", createClientErrorHandler(options.logger ?? silentLogger));
+    started.on("upgrade", live.handleUpgrade);
   });
   const { port } = server.address() as AddressInfo;
   const hostForUrl = options.host.includes(":") ? `[${options.host}]` : options.host;
@@ -44,7 +50,9 @@ export async function startServer(options: AppOptions & { host: string; port: nu
     url: `http://${hostForUrl}:${port}`,
     port,
     server,
+    closeLiveSessions: () => live.close(),
     async close() {
+      await live.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       if (inFlight > 0) {

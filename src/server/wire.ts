@@ -74,6 +74,7 @@ export function messageView(message: MessageRecord) {
     tool_call_id: message.toolCallId,
     tool_name: message.toolName,
     label: message.label,
+    interrupted: message.interrupted,
     position: message.position,
     created_at: iso(message.createdAt)!,
   };

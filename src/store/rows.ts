@@ -66,6 +66,7 @@ export function toMessage(row: Row): MessageRecord {
     toolCallId: strOrNull(row.tool_call_id),
     toolName: strOrNull(row.tool_name),
     label: strOrNull(row.label),
+    interrupted: Number(row.interrupted) === 1,
     createdAt: num(row.created_at),
   };
 }

@@ -71,6 +71,8 @@ export interface AcceptedCancelRecord {
   run: RunRecord;
   thread: ThreadRecord;
   checkpoint: CheckpointRecord;
+  /** The heard part of a live turn's answer, published with the cancel (`interrupted`). */
+  heardMessage?: MessageRecord;
 }
 
 export type DeleteThreadResult =
@@ -230,6 +232,18 @@ export interface RequestCancelInput {
   /** The step that was in progress, as far as the caller knows. */
   pendingStep: PendingStep | null;
   now: number;
+  /**
+   * A live turn's interruption (DESIGN §12): what the user heard of the answer being spoken,
+   * published with the cancel as an `interrupted` message. Ignored unless the run is running;
+   * empty content publishes nothing.
+   */
+  heard?: HeardAnswer;
+}
+
+/** The part of an answer the user heard before an interruption. */
+export interface HeardAnswer {
+  messageId: string;
+  content: string;
 }
 
 export type RequestCancelResult =

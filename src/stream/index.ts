@@ -3,3 +3,4 @@ export { EventHub, ATTEMPT_SEQ_STRIDE, type EventHubOptions } from "./event-hub.
 export { streamRunEvents, type SseConnectionOptions } from "./sse-connection.js";
 export { formatSseFrame, formatSseComment } from "./sse-frame.js";
 export { readSseEvents, type SseMessage } from "./read-sse.js";
+export { followEvents } from "./follow-events.js";

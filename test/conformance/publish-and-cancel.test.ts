@@ -155,6 +155,39 @@ describe.each(adapters)("requestCancel ($name)", (adapter) => {
     expect(accepted.thread.activeRunId).toBe(run.runId);
   });
 
+  it("publishes a live turn's heard answer with the cancel: one checkpoint, marked interrupted, in history and the stats", async () => {
+    const run = await runningRun();
+    const before = (await store.getThread(TENANT, run.threadId))!;
+    const heard = { messageId: createId("msg"), content: "The weather tod" };
+
+    const accepted = expectKind(
+      await store.requestCancel({ tenantId: TENANT, runId: run.runId, reason: "user_speech", checkpointId: createId("cp"), pendingStep: null, now: tick(), heard }),
+      "accepted",
+    );
+
+    expect(accepted.checkpoint).toMatchObject({ kind: "cancel_accepted", stateVersion: before.stateVersion + 1, messageId: heard.messageId });
+    expect(accepted.heardMessage).toMatchObject({ ...heard, role: "assistant", interrupted: true, position: 1, stateVersion: before.stateVersion + 1 });
+    expect(accepted.run).toMatchObject({ status: "cancel_requested", publishedMessageId: heard.messageId });
+    expect(accepted.thread.stats.messageCount).toBe((before.stats.messageCount ?? 0) + 1);
+    expect((await store.listMessages(TENANT, run.threadId)).at(-1)).toEqual(accepted.heardMessage);
+  });
+
+  it("publishes no heard answer for a run that never started, or an empty one", async () => {
+    const thread = await newThread();
+    const queued = await newRun(thread.threadId);
+    const running = await runningRun();
+    for (const run of [queued, running]) {
+      const heard = { messageId: createId("msg"), content: run === queued ? "never sent" : "" };
+      const accepted = expectKind(
+        await store.requestCancel({ tenantId: TENANT, runId: run.runId, reason: "user_speech", checkpointId: createId("cp"), pendingStep: null, now: tick(), heard }),
+        "accepted",
+      );
+      expect(accepted.heardMessage).toBeUndefined();
+      expect(accepted.checkpoint.messageId).toBeNull();
+      expect((await store.listMessages(TENANT, run.threadId)).map((message) => message.messageId)).not.toContain(heard.messageId);
+    }
+  });
+
   it("answers a repeat with already_requested and writes nothing", async () => {
     const run = await runningRun();
     await cancel(run, "first");

@@ -67,8 +67,8 @@ describe("migration 3 (agents and plan steps)", () => {
     await admin(`
       DROP TABLE run_steps;
       ALTER TABLE runs DROP COLUMN agent, DROP COLUMN config;
-      ALTER TABLE messages DROP COLUMN label;
-      DELETE FROM schema_migrations WHERE version = 3;
+      ALTER TABLE messages DROP COLUMN label, DROP COLUMN interrupted;
+      DELETE FROM schema_migrations WHERE version >= 3;
     `);
 
     const store = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 2 });
@@ -85,6 +85,36 @@ describe("migration 3 (agents and plan steps)", () => {
     }
     const { rows } = await admin("SELECT MAX(version) AS version FROM schema_migrations");
     expect(rows[0]).toEqual({ version: PG_MIGRATIONS.at(-1)!.version });
+  });
+});
+
+describe("migration 4 (live turns)", () => {
+  it("upgrades a version-3 schema in place: its messages are not interrupted, and a heard answer can be published", async () => {
+    const writer = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 2 });
+    const runId = await runningRun(writer, "thr_old", T0);
+    await writer.publishMessage({ ...publishInput(runId, "step-1", T0 + 3), complete: true });
+    await writer.close();
+    await admin("ALTER TABLE messages DROP COLUMN interrupted; DELETE FROM schema_migrations WHERE version = 4;");
+
+    const store = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 2 });
+    try {
+      expect((await store.listMessages(TENANT, "thr_old")).map((message) => message.interrupted)).toEqual([false, false]);
+      const live = await runningRun(store, "thr_live", T0 + 10_000);
+      const accepted = await store.requestCancel({
+        tenantId: TENANT,
+        runId: live,
+        reason: "user_speech",
+        checkpointId: "cp_heard",
+        pendingStep: null,
+        now: T0 + 10_010,
+        heard: { messageId: "msg_heard", content: "Hello th" },
+      });
+      expect(accepted).toMatchObject({ kind: "accepted", heardMessage: { content: "Hello th", interrupted: true } });
+      expect((await store.listMessages(TENANT, "thr_live")).at(-1)).toMatchObject({ messageId: "msg_heard", content: "Hello th", interrupted: true, checkpointId: "cp_heard" });
+      expect((await checkStore(store)).violations).toEqual([]);
+    } finally {
+      await store.close();
+    }
   });
 });
 

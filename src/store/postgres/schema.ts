@@ -200,5 +200,12 @@ export const PG_MIGRATIONS: readonly { version: number; name: string; sql: strin
       -- A run's steps in registration order, and its next ordinal, without a scan.
       CREATE INDEX run_steps_by_ordinal ON run_steps (tenant_id, run_id, ordinal, step_id);
     `,
+  },  {
+    version: 4,
+    name: "live turns",
+    sql: `
+      -- A live turn cut by an interruption publishes what the user heard, marked (DESIGN §12).
+      ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+    `,
   },
 ];

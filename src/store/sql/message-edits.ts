@@ -48,6 +48,7 @@ export async function saveFragment(context: SqlContext, input: SaveFragmentInput
       toolCallId: null,
       toolName: null,
       label: null,
+      interrupted: false,
       createdAt: input.now,
     };
     await tx.insertMessage(message);

@@ -136,6 +136,7 @@ async function acceptInput(
     toolCallId: null,
     toolName: null,
     label: null,
+    interrupted: false,
     createdAt: input.now,
   };
   await context.insertMessage(message);

@@ -1,6 +1,7 @@
 /** A run's life after creation: claim, transitions, publication, cancel and finish. */
-import { addStats, canFinishRun, canMoveRun, canPublish, decideCancel, resumePolicyAfterCancel, type CheckpointRecord, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
+import { addStats, canFinishRun, canMoveRun, canPublish, decideCancel, resumePolicyAfterCancel, type MessageRecord, type RunRecord, type ThreadRecord } from "../../core/index.js";
 import type {
+  AcceptedCancelRecord,
   ClaimRunInput,
   FinishRunInput,
   PublishMessageInput,
@@ -80,6 +81,7 @@ export async function publishMessage(context: SqlContext, input: PublishMessageI
       toolCallId: input.toolCallId ?? null,
       toolName: input.toolName ?? null,
       label: input.label ?? null,
+      interrupted: false,
       createdAt: input.now,
     };
     await tx.insertMessage(message);
@@ -111,42 +113,67 @@ export async function requestCancel(context: SqlContext, input: RequestCancelInp
   return context.transaction(async (tx): Promise<RequestCancelResult> => {
     const read = await tx.runWithThread(input.tenantId, input.runId);
     if (!read) return { kind: "not_found" };
-    const { run, thread } = read;
+    const { run, thread, nextPosition } = read;
     const decision = decideCancel(run.status);
     if (decision.kind === "already_terminal" || decision.kind === "already_requested") return { kind: decision.kind, run };
-    return { kind: "accepted", ...(await acceptCancel(tx, run, thread, input)) };
+    return { kind: "accepted", ...(await acceptCancel(tx, run, thread, input, nextPosition)) };
   });
 }
 
 /**
  * Records an accepted cancel of a cancellable `run` inside the caller's transaction: a run that
  * never started stops at once; otherwise it is `cancel_requested` until its worker confirms.
+ * A live turn's heard answer (`input.heard`, a running run only) is published by the same
+ * checkpoint, marked `interrupted`, at `nextPosition`.
  */
 export async function acceptCancel(
   tx: SqlContext,
   run: RunRecord,
   thread: ThreadRecord,
-  input: Pick<RequestCancelInput, "reason" | "checkpointId" | "pendingStep" | "now">,
-): Promise<{ run: RunRecord; thread: ThreadRecord; checkpoint: CheckpointRecord }> {
+  input: Pick<RequestCancelInput, "reason" | "checkpointId" | "pendingStep" | "now" | "heard">,
+  nextPosition?: number,
+): Promise<AcceptedCancelRecord> {
   const decision = decideCancel(run.status);
   if (decision.kind !== "cancel_now" && decision.kind !== "request") {
     throw new StoreInvariantError("illegal_transition", run.runId, `run ${run.runId} cannot be cancelled from ${run.status}`);
   }
   const neverStarted = decision.kind === "cancel_now";
+  const heard = !neverStarted && run.status === "running" && input.heard?.content && nextPosition !== undefined ? input.heard : undefined;
   const advanced = await tx.advanceThread(
     thread,
     {
       checkpointId: input.checkpointId,
       kind: "cancel_accepted",
       runId: run.runId,
+      ...(heard ? { messageId: heard.messageId } : {}),
       pendingStep: input.pendingStep,
       resumePolicy: resumePolicyAfterCancel(input.pendingStep),
       createdAt: input.now,
     },
     // A waiting (enqueued) run is not the active one: the active run is left alone.
-    neverStarted && thread.activeRunId === run.runId ? { activeRunId: null } : {},
+    neverStarted && thread.activeRunId === run.runId ? { activeRunId: null } : heard ? { positions: 1, stats: { messageCount: 1 } } : {},
   );
+  const heardMessage: MessageRecord | undefined = heard && {
+    tenantId: run.tenantId,
+    messageId: heard.messageId,
+    threadId: run.threadId,
+    position: nextPosition!,
+    role: "assistant",
+    content: heard.content,
+    runId: run.runId,
+    stateVersion: advanced.thread.stateVersion,
+    checkpointId: input.checkpointId,
+    publicationStatus: "published",
+    toolCalls: null,
+    toolCallId: null,
+    toolName: null,
+    label: null,
+    interrupted: true,
+    createdAt: input.now,
+  };
+  if (heardMessage) await tx.insertMessage(heardMessage);
   const columns = {
+    ...(heardMessage ? { published_message_id: heardMessage.messageId, stats: JSON.stringify(addStats(run.stats, { messageCount: 1 })) } : {}),
     is_waiting: 0,
     cancel_requested_at: input.now,
     cancel_reason: input.reason,
@@ -158,7 +185,7 @@ export async function acceptCancel(
   // A queued run handed back by an earlier attempt may have steps: ending now, it closes them.
   if (neverStarted) await endUnfinishedSteps(tx, run, "cancelled", input.now);
   const updated = await tx.setRunStatus(run, decision.to, input.now, columns);
-  return { run: updated, thread: advanced.thread, checkpoint: advanced.checkpoint };
+  return { run: updated, thread: advanced.thread, checkpoint: advanced.checkpoint, ...(heardMessage ? { heardMessage } : {}) };
 }
 
 /** Moves a run to a terminal status, settling its stats and the thread's active run. */

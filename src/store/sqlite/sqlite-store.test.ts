@@ -84,7 +84,8 @@ describe("migration 8 (agents and plan steps)", () => {
       ALTER TABLE runs DROP COLUMN agent;
       ALTER TABLE runs DROP COLUMN config;
       ALTER TABLE messages DROP COLUMN label;
-      DELETE FROM schema_migrations WHERE version = 8;
+      ALTER TABLE messages DROP COLUMN interrupted;
+      DELETE FROM schema_migrations WHERE version >= 8;
     `);
     db.close();
 
@@ -103,9 +104,41 @@ describe("migration 8 (agents and plan steps)", () => {
     }
     const reader = new Database(file, { readonly: true });
     try {
-      expect(reader.prepare("SELECT MAX(version) AS version FROM schema_migrations").get()).toEqual({ version: 8 });
+      expect(reader.prepare("SELECT MAX(version) AS version FROM schema_migrations").get()).toEqual({ version: 9 });
     } finally {
       reader.close();
+    }
+  });
+});
+
+describe("migration 9 (live turns)", () => {
+  it("upgrades a version-8 file in place: its messages are not interrupted, and a heard answer can be published", async () => {
+    const file = path.join(dir, "v8.db");
+    const writer = createSqliteStore({ path: file, checkpointIntervalMs: 0 });
+    await completedTurn(writer, "thr_old", T0);
+    await writer.close();
+    const db = new Database(file);
+    db.exec("ALTER TABLE messages DROP COLUMN interrupted; DELETE FROM schema_migrations WHERE version = 9;");
+    db.close();
+
+    const store = createSqliteStore({ path: file, checkpointIntervalMs: 0 });
+    try {
+      expect((await store.listMessages(TENANT, "thr_old")).map((message) => message.interrupted)).toEqual([false, false]);
+      const run = await claimedRunOnNewThread(store, { tenantId: TENANT, threadId: "thr_live", now: T0 + 10_000 });
+      const accepted = await store.requestCancel({
+        tenantId: TENANT,
+        runId: run.runId,
+        reason: "user_speech",
+        checkpointId: "cp_heard",
+        pendingStep: null,
+        now: T0 + 10_001,
+        heard: { messageId: "msg_heard", content: "Hello th" },
+      });
+      expect(accepted).toMatchObject({ kind: "accepted", heardMessage: { content: "Hello th", interrupted: true } });
+      expect((await store.listMessages(TENANT, "thr_live")).at(-1)).toMatchObject({ messageId: "msg_heard", content: "Hello th", interrupted: true, checkpointId: "cp_heard" });
+      expect((await checkStore(store)).violations).toEqual([]);
+    } finally {
+      await store.close();
     }
   });
 });
