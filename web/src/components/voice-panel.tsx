@@ -138,7 +138,7 @@ export function VoicePanel({ session, snapshot }: VoicePanelProps) {
           <label htmlFor="voice-typed" className="visually-hidden">
             What you say
           </label>
-          <input id="voice-typed" type="text" value={typed} placeholder="Type what you say…" onChange={(event) => setTyped(event.target.value)} />
+          <input id="voice-typed" type="text" maxLength={16_000} value={typed} placeholder="Type what you say…" onChange={(event) => setTyped(event.target.value)} />
           <button type="submit" className="primary" disabled={!isOpen || typed.trim() === ""}>
             Say it
           </button>

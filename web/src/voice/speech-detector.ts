@@ -26,7 +26,8 @@ export interface SpeechDetector {
  * that entered voice mode, so that the browser lets it run.
  */
 export async function startSpeechDetector(callbacks: SpeechDetectorCallbacks, audioContext: AudioContext): Promise<SpeechDetector> {
-  const { MicVAD } = await import("@ricky0123/vad-web");
+  // Its real-time module only: the package's index also loads its offline VAD, which pulls in all of onnxruntime-web a second time.
+  const { MicVAD } = await import("@ricky0123/vad-web/dist/real-time-vad.js");
   const vad = await MicVAD.new({
     model: "v5",
     baseAssetPath: voiceAssetsBase,
