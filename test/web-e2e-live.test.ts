@@ -231,4 +231,33 @@ describe.skipIf(!hasChromium || !hasEspeak)("the web app's voice mode", () => {
     expect(pageErrors).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it("with API keys, the page's key opens the live socket (as a subprotocol); a wrong key is refused and said so", async () => {
+    const keyed = await startHarness({ webRoot: DEFAULT_WEB_ROOT, apiKeys: new Map([["tm-voice-key", "tenant-voice"]]) });
+    try {
+      const threadId = await keyed.createThread("tm-voice-key");
+      for (const key of ["tm-voice-key", "tm-wrong-key"]) {
+        const page = await browser.context.newPage();
+        // A refused handshake is logged by the browser as a console error: only script errors count here.
+        collectPageErrors(page, pageErrors, { consoleErrors: false });
+        await page.addInitScript((stored) => window.sessionStorage.setItem("tidemark.apiKey", stored), key);
+        await page.addInitScript(removeRecognition);
+        const frames = recordLiveFrames(page);
+        await page.goto(`${keyed.url}/threads/${threadId}`);
+        await page.getByRole("button", { name: "Voice mode" }).click();
+        if (key === "tm-voice-key") {
+          await page.locator('[data-connection="open"]').waitFor(WAIT);
+          expect(frames.received[0]).toMatchObject({ type: "session.ready", thread_id: threadId });
+        } else {
+          await page.getByRole("alert").getByText("The live connection could not be opened.").waitFor(WAIT);
+          expect(frames.received).toEqual([]);
+        }
+        await page.close();
+      }
+      expect(pageErrors).toEqual([]);
+      await keyed.expectNoViolations();
+    } finally {
+      await keyed.close();
+    }
+  }, 60_000);
 });

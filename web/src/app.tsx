@@ -76,7 +76,9 @@ export function App() {
   // The chat loop is the server's default: a plain message is sent exactly as before agents existed.
   const agentChoice = chosenAgent && agentName !== "chat" ? { agent: agentName, config: agentConfig.config } : {};
   // Leaving voice mode reloads the thread: its live turns' published messages are in the history now.
-  const voice = useVoiceMode(snapshot?.threadId ?? null, apiKey, () => void session?.reload());
+  const voice = useVoiceMode(snapshot?.threadId ?? null, apiKey, () => {
+    if (session) void perform("reload", () => session.reload());
+  });
 
   // The list shows titles, times and busy threads: read it again when the open thread moves.
   const listKey = `${snapshot?.threadId}:${snapshot?.stateVersion}:${snapshot?.run.isActive}:${snapshot?.history.length}`;

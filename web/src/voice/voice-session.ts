@@ -175,21 +175,21 @@ export function createVoiceSession(options: { origin: string; threadId: string; 
     },
   };
 
-  void startSpeechDetector(detection, audioContext).then(
-    async (started) => {
-      if (isClosed) return started.destroy();
+  async function startMicrophone(): Promise<void> {
+    try {
+      const started = await startSpeechDetector(detection, audioContext);
+      if (isClosed) return await started.destroy();
       detector = started;
       if (isMuted) await started.mute();
       microphone = isMuted ? "muted" : "listening";
-      emit();
-    },
-    (error: unknown) => {
+    } catch (error) {
       if (isClosed) return;
       microphone = "failed";
       microphoneError = describeMicrophoneError(error);
-      emit();
-    },
-  );
+    }
+    emit();
+  }
+  void startMicrophone();
 
   function setOutputMode(mode: OutputMode): void {
     chosenMode = mode;
