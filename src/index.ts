@@ -27,6 +27,23 @@ export { checkStore, formatCheckReport } from "./check/index.js";
 export { defineTool, createDemoTools, createDemoOutbox } from "./tools/index.js";
 export { defineAgent, AgentDefinitionError, createChatAgent, createResearchAgent } from "./agents/index.js";
 export { defineConfig, type TidemarkConfig } from "./config/index.js";
+export {
+  LiveBridge,
+  LiveEvent,
+  LiveInterruption,
+  UserStartedSpeaking,
+  UserStoppedSpeaking,
+  EmergencyStop,
+  AgentHandoff,
+  DEFAULT_INTERRUPTION,
+  type LiveEventClass,
+  type LiveSink,
+  type LiveTurn,
+  type LiveChunk,
+  type Generate,
+  type InterruptionOptions,
+  type InterruptReason,
+} from "./live/index.js";
 export type {
   Agent,
   AgentDefinition,

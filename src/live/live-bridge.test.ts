@@ -273,6 +273,27 @@ describe("LiveBridge", () => {
     await bridge.idle();
     expect(sink.frames).not.toContain("delta more");
   });
+
+  it("a run that wants to publish while the output is paused gets its done after the resume", async () => {
+    const { bridge, sink, time, turns, waitForTurn } = setUp();
+    bridge.emit(new UserStoppedSpeaking("go"));
+    const feed = await waitForTurn(1);
+    feed.push("All of it");
+    await sink.seen("delta All of it");
+    bridge.emit(new UserStartedSpeaking());
+    await time.advance(500);
+    const turn = turns[0]!;
+    const messageId = currentMessage(turn);
+    const heard = turn.output.heardWhole(messageId, "All of it", turn.signal);
+    expect(sink.frames).not.toContain("done");
+    bridge.emit(new UserStoppedSpeaking(""));
+    await time.advance(2_000);
+    expect(sink.frames.slice(-2)).toEqual(["resumed", "done"]);
+    bridge.ack(messageId, 9);
+    await heard;
+    feed.push(null);
+    await bridge.idle();
+  });
 });
 
 /** The message a turn is sending (what heard() names, with nothing heard yet). */

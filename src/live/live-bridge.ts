@@ -65,6 +65,7 @@ export class LiveBridge {
   readonly #idleWaiters: (() => void)[] = [];
   #active: Turn | undefined;
   #isLooping = false;
+  #turnCount = 0;
   #isClosed = false;
   #pauseTimer: TimerHandle | undefined;
   #falseInterruptionTimer: TimerHandle | undefined;
@@ -234,7 +235,7 @@ export class LiveBridge {
 
   #newTurn(route: LiveRoute): Turn {
     return {
-      turnId: createId("run").replace(/^run_/, "turn_"),
+      turnId: `turn-${++this.#turnCount}`,
       route,
       controller: new AbortController(),
       interruptible: route.options.interruptible,
@@ -315,7 +316,8 @@ export class LiveBridge {
   /** A message whose run wants to publish it gets its `done` once all its characters went out. */
   #queueDoneIfSent(turn: Turn, messageId: string): void {
     const length = turn.expectedLength.get(messageId);
-    if (length !== undefined && !turn.isPaused && this.#playback.sentChars(messageId) >= length) this.#queue(turn, { kind: "done", messageId });
+    // While paused, the `done` waits with the held output and follows it on resume.
+    if (length !== undefined && this.#playback.sentChars(messageId) >= length) this.#queue(turn, { kind: "done", messageId });
   }
 
   #heardOf(turn: Turn): { messageId: string; content: string } | undefined {

@@ -126,6 +126,9 @@ export class LiveSession {
         threadId,
         runId,
         input: { role: "user", content: event.transcript },
+        // Its playback lives in this session: a run recovered elsewhere after a crash could not
+        // know what was heard, so it fails instead of publishing unheard text.
+        recoveryPolicy: "fail",
         ...program,
       });
       this.#runId = run.runId;
