@@ -1,8 +1,12 @@
 /**
  * Speech start and end from the microphone, by Silero VAD v5 in the page (@ricky0123/vad-web).
- * Its library (with onnxruntime-web) is loaded only when voice mode starts, and its model,
- * worklet and wasm files come from this server (`virtual:voice-assets`), never from a CDN.
+ * Its model, worklet and wasm (the large files) are fetched only when voice mode starts, from
+ * this server (`virtual:voice-assets`), never from a CDN. Its JavaScript (about 60 KB, with
+ * onnxruntime-web's) is part of the app's bundle: a lazy chunk would make vite rewrite the main
+ * chunk's source map on every build, slowly enough to warn, for little gain.
  */
+// Its real-time module only: the package's index also loads its offline VAD, which pulls in all of onnxruntime-web a second time.
+import { MicVAD } from "@ricky0123/vad-web/dist/real-time-vad.js";
 import { voiceAssetsBase } from "virtual:voice-assets";
 
 export interface SpeechDetectorCallbacks {
@@ -26,8 +30,6 @@ export interface SpeechDetector {
  * that entered voice mode, so that the browser lets it run.
  */
 export async function startSpeechDetector(callbacks: SpeechDetectorCallbacks, audioContext: AudioContext): Promise<SpeechDetector> {
-  // Its real-time module only: the package's index also loads its offline VAD, which pulls in all of onnxruntime-web a second time.
-  const { MicVAD } = await import("@ricky0123/vad-web/dist/real-time-vad.js");
   const vad = await MicVAD.new({
     model: "v5",
     baseAssetPath: voiceAssetsBase,
