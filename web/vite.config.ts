@@ -6,6 +6,7 @@
 import react from "@vitejs/plugin-react";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
+import { voiceAssets } from "./vite-voice-assets.js";
 
 const webDirectory = fileURLToPath(new URL(".", import.meta.url));
 
@@ -13,7 +14,7 @@ export default defineConfig({
   root: webDirectory,
   // Absolute asset addresses: a page address like /threads/thr_… is served index.html too.
   base: "/",
-  plugins: [react()],
+  plugins: [react(), voiceAssets()],
   build: {
     outDir: fileURLToPath(new URL("../dist/web", import.meta.url)),
     emptyOutDir: true,

@@ -22,10 +22,15 @@ export const DEFAULT_WEB_ROOT = fileURLToPath(new URL("../../dist/web/", import.
 
 const API_PATH = /^\/(v1|healthz|metrics)(\/|$)/;
 
-/** The app loads only its own files and talks only to its own server. */
+/**
+ * The app loads only its own files and talks only to its own server. Voice mode compiles
+ * onnxruntime's wasm (its speech detection), hence 'wasm-unsafe-eval' (wasm only, never JS
+ * eval); its live WebSocket is same-origin, which connect-src 'self' covers (CSP 3 lets 'self'
+ * match ws:/wss: on the page's own host and port).
+ */
 const HTML_HEADERS = {
   "content-security-policy":
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "cache-control": "no-cache",

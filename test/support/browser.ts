@@ -41,8 +41,12 @@ export interface TestBrowser {
 export const DESKTOP = { width: 1280, height: 800 } as const;
 export const PHONE = { width: 390, height: 844 } as const;
 
-/** Launches headless chromium with a fresh profile, at a desktop size unless `phone` (a touch screen of 390×844). */
-export async function launchBrowser(options: { phone?: boolean } = {}): Promise<TestBrowser> {
+/**
+ * Launches headless chromium with a fresh profile, at a desktop size unless `phone` (a touch
+ * screen of 390×844). With `microphoneWav`, the microphone is chromium's fake device playing that
+ * WAV once from the start of each capture (`%noloop`; silence after it), and it is allowed.
+ */
+export async function launchBrowser(options: { phone?: boolean; microphoneWav?: string } = {}): Promise<TestBrowser> {
   const scratch = mkdtempSync(join(tmpdir(), "tidemark-chromium-"));
   const context = await chromium.launchPersistentContext(scratch, {
     executablePath: CHROMIUM,
@@ -56,11 +60,15 @@ export async function launchBrowser(options: { phone?: boolean } = {}): Promise<
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
+      ...(options.microphoneWav
+        ? ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream", `--use-file-for-fake-audio-capture=${options.microphoneWav}%noloop`]
+        : []),
     ],
     viewport: options.phone ? PHONE : DESKTOP,
     ...(options.phone ? { isMobile: true, hasTouch: true, deviceScaleFactor: 2 } : {}),
     colorScheme: "light",
     reducedMotion: "reduce",
+    ...(options.microphoneWav ? { permissions: ["microphone"] } : {}),
   });
   return {
     context,

@@ -4,7 +4,9 @@
  * marked as not saved), the composer with Stop (always in view), and after a Stop only the
  * actions the server can carry out. A new message may run another agent than the chat loop
  * (the picker next to the field); a plan agent's run shows its steps live, and its finished
- * sections as labelled sections. All state comes from the client SDK's chat session.
+ * sections as labelled sections. All state comes from the client SDK's chat session, except in
+ * voice mode (a thread's live session: speech in, the agent's answers spoken or shown as text),
+ * which takes the conversation's place until the user leaves it.
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { TidemarkApiError, type ThreadView } from "../../src/client/index.js";
@@ -23,6 +25,7 @@ import { PlanView } from "./components/plan-view.js";
 import { StopNotice } from "./components/stop-notice.js";
 import { StoppedActions } from "./components/stopped-actions.js";
 import { ThreadList } from "./components/thread-list.js";
+import { VoicePanel } from "./components/voice-panel.js";
 import { composerHint } from "./composer-hint.js";
 import { createPageClient, storeApiKey, storedApiKey } from "./create-client.js";
 import { describeError } from "./describe-error.js";
@@ -36,6 +39,7 @@ import { usePerform } from "./use-perform.js";
 import { useRoute } from "./use-route.js";
 import { useThreadList } from "./use-thread-list.js";
 import { useThreadSummary } from "./use-thread-summary.js";
+import { useVoiceMode } from "./use-voice-mode.js";
 
 /** The whole page: the thread list, the open thread's conversation and composer, and the dialogs. */
 export function App() {
@@ -71,6 +75,10 @@ export function App() {
   const hasConfigErrors = Object.keys(agentConfig.errors).length > 0;
   // The chat loop is the server's default: a plain message is sent exactly as before agents existed.
   const agentChoice = chosenAgent && agentName !== "chat" ? { agent: agentName, config: agentConfig.config } : {};
+  // Leaving voice mode reloads the thread: its live turns' published messages are in the history now.
+  const voice = useVoiceMode(snapshot?.threadId ?? null, apiKey, () => {
+    if (session) void perform("reload", () => session.reload());
+  });
 
   // The list shows titles, times and busy threads: read it again when the open thread moves.
   const listKey = `${snapshot?.threadId}:${snapshot?.stateVersion}:${snapshot?.run.isActive}:${snapshot?.history.length}`;
@@ -232,124 +240,139 @@ export function App() {
             <span aria-hidden="true">☰</span>
           </button>
           <h2 id="conversation-title">{title}</h2>
+          <button
+            type="button"
+            className="voice-toggle"
+            aria-pressed={voice.session !== null}
+            disabled={!snapshot?.threadId}
+            title={snapshot?.threadId ? undefined : "Send a first message: voice mode runs on a thread"}
+            onClick={voice.session ? voice.leave : voice.enter}
+          >
+            {voice.session ? "Leave voice mode" : "Voice mode"}
+          </button>
         </header>
-        {snapshot?.forkedFrom && (
-          <BranchOrigin
-            origin={snapshot.forkedFrom}
-            originTitle={origin.title}
-            isOriginDeleted={origin.isDeleted}
-            canContinue={stops.isOriginsStop && actions?.canContinue === true}
-            isBusy={busyAction !== null}
-            onOpenOrigin={(threadId) => onSelectThread(threadId)}
-            onContinue={onContinue}
-          />
-        )}
-        {snapshot && !stops.isUnconfirmed && (
-          <ConnectionBanner
-            status={snapshot.connection.status}
-            failure={snapshot.connection.failure}
-            onReload={() => void perform("reload", () => session!.reload())}
-          />
-        )}
-        <Conversation
-          threadId={snapshot?.threadId ?? null}
-          history={snapshot?.history ?? []}
-          markers={snapshot?.markers ?? []}
-          operations={snapshot?.operations ?? []}
-          pendingApproval={pendingApproval}
-          stoppedRunIds={stoppedRunIds}
-          draft={draft}
-          isStopUnconfirmed={stops.isUnconfirmed}
-          isWaiting={run?.isRunning === true && !stops.isPending && !planShown}
-          isBusy={busyAction !== null}
-          onConfirm={onConfirm}
-          tailKey={`${run?.status}:${stops.panel}:${stops.isTooLate}:${actionError}:${backgroundError}:${planShown?.summary}`}
-          plan={
-            planShown && (
-              <PlanView plan={planShown.plan} phase={planShown.phase} summary={planShown.summary} sectionOf={planShown.sectionOf} onShowSection={onShowSection} />
-            )
-          }
-        >
-          {run?.status === "failed" && (
-            <div className="panel error" role="alert">
-              <p>
-                The run failed{run.failure ? ` (${run.failure.reason})` : ""}. {run.failure?.message} Your message is saved; send it again to retry.
-              </p>
-            </div>
-          )}
-          {stops.isTooLate && (
-            <div className="panel" role="status">
-              <p>Too late to stop: the answer had already been completed and saved.</p>
-            </div>
-          )}
-          {stops.panel && actions && (
-            <StoppedActions
-              phase={stops.panel}
-              resumeVersion={snapshot?.resumePoint?.stateVersion ?? null}
-              activeOperation={run?.activeOperation ?? null}
-              draftStatus={draft?.status ?? null}
-              canContinue={actions.canContinue}
-              canChangeAndContinue={actions.canChangeAndContinue}
-              canBranch={actions.canBranch}
-              canDeleteDraft={actions.canDeleteDraft && draft !== null}
-              canSaveWhatISaw={actions.canSaveWhatISaw && draft !== null}
-              busyAction={busyAction}
-              shouldFocus={shouldFocusStopped}
-              onFocused={() => setShouldFocusStopped(false)}
-              onContinue={onContinue}
-              onChangeAndContinue={onChangeAndContinue}
-              onBranch={() => void perform("branch", () => session!.branch()).then(focusComposer)}
-              onDeleteDraft={() => void perform("delete", () => session!.deleteDraft())}
-              onSaveWhatISaw={() => void perform("save", () => session!.saveWhatISaw())}
-            />
-          )}
-          {/* One alert for one problem: a refused action and a failed read that say the same are shown once. */}
-          {actionError && <ErrorNotice message={actionError} onDismiss={() => setActionError(null)} />}
-          {backgroundError && backgroundError !== actionError && (
-            <ErrorNotice
-              message={backgroundError}
-              onDismiss={() => setDismissedError(snapshot?.error ?? null)}
-              onReload={() => void perform("reload", () => session!.reload())}
-            />
-          )}
-        </Conversation>
-        <p className="visually-hidden" role="status">
-          {runStatusText(snapshot, planShown?.statusText ?? null)}
-        </p>
-        <Composer
-          inputRef={composerInput}
-          text={composerText}
-          onTextChange={setComposerText}
-          canSend={actions?.canSend === true && busyAction === null && !hasConfigErrors}
-          canStop={actions?.canStop === true}
-          isStopping={run?.isCancelling === true || stops.isPending}
-          hint={hasConfigErrors ? "Check the agent's settings above the message field." : composerHint(snapshot, stops, planShown !== null)}
-          onSend={onSend}
-          onStop={onStop}
-          options={
-            agents.length > 1 && (
-              <AgentPicker
-                agents={agents}
-                agent={agentName}
-                fields={fields}
-                values={configValues[agentName] ?? {}}
-                errors={agentConfig.errors}
-                onAgentChange={setAgentName}
-                onValueChange={(name, value) => setConfigValues((current) => ({ ...current, [agentName]: { ...current[agentName], [name]: value } }))}
+        {voice.session && voice.snapshot && <VoicePanel session={voice.session} snapshot={voice.snapshot} />}
+        {!voice.session && (
+          <>
+            {snapshot?.forkedFrom && (
+              <BranchOrigin
+                origin={snapshot.forkedFrom}
+                originTitle={origin.title}
+                isOriginDeleted={origin.isDeleted}
+                canContinue={stops.isOriginsStop && actions?.canContinue === true}
+                isBusy={busyAction !== null}
+                onOpenOrigin={(threadId) => onSelectThread(threadId)}
+                onContinue={onContinue}
               />
-            )
-          }
-        >
-          {stops.isUnconfirmed && <StopNotice failure={snapshot?.stop?.failure ?? null} />}
-          {pendingApproval && !stops.isPending && (
-            <ApprovalBar
-              approval={pendingApproval}
-              busyAction={busyAction}
-              onApprove={() => void perform("approve", () => session!.approve())}
-              onReject={() => void perform("reject", () => session!.reject())}
-            />
-          )}
-        </Composer>
+            )}
+            {snapshot && !stops.isUnconfirmed && (
+              <ConnectionBanner
+                status={snapshot.connection.status}
+                failure={snapshot.connection.failure}
+                onReload={() => void perform("reload", () => session!.reload())}
+              />
+            )}
+            <Conversation
+              threadId={snapshot?.threadId ?? null}
+              history={snapshot?.history ?? []}
+              markers={snapshot?.markers ?? []}
+              operations={snapshot?.operations ?? []}
+              pendingApproval={pendingApproval}
+              stoppedRunIds={stoppedRunIds}
+              draft={draft}
+              isStopUnconfirmed={stops.isUnconfirmed}
+              isWaiting={run?.isRunning === true && !stops.isPending && !planShown}
+              isBusy={busyAction !== null}
+              onConfirm={onConfirm}
+              tailKey={`${run?.status}:${stops.panel}:${stops.isTooLate}:${actionError}:${backgroundError}:${planShown?.summary}`}
+              plan={
+                planShown && (
+                  <PlanView plan={planShown.plan} phase={planShown.phase} summary={planShown.summary} sectionOf={planShown.sectionOf} onShowSection={onShowSection} />
+                )
+              }
+            >
+              {run?.status === "failed" && (
+                <div className="panel error" role="alert">
+                  <p>
+                    The run failed{run.failure ? ` (${run.failure.reason})` : ""}. {run.failure?.message} Your message is saved; send it again to retry.
+                  </p>
+                </div>
+              )}
+              {stops.isTooLate && (
+                <div className="panel" role="status">
+                  <p>Too late to stop: the answer had already been completed and saved.</p>
+                </div>
+              )}
+              {stops.panel && actions && (
+                <StoppedActions
+                  phase={stops.panel}
+                  resumeVersion={snapshot?.resumePoint?.stateVersion ?? null}
+                  activeOperation={run?.activeOperation ?? null}
+                  draftStatus={draft?.status ?? null}
+                  canContinue={actions.canContinue}
+                  canChangeAndContinue={actions.canChangeAndContinue}
+                  canBranch={actions.canBranch}
+                  canDeleteDraft={actions.canDeleteDraft && draft !== null}
+                  canSaveWhatISaw={actions.canSaveWhatISaw && draft !== null}
+                  busyAction={busyAction}
+                  shouldFocus={shouldFocusStopped}
+                  onFocused={() => setShouldFocusStopped(false)}
+                  onContinue={onContinue}
+                  onChangeAndContinue={onChangeAndContinue}
+                  onBranch={() => void perform("branch", () => session!.branch()).then(focusComposer)}
+                  onDeleteDraft={() => void perform("delete", () => session!.deleteDraft())}
+                  onSaveWhatISaw={() => void perform("save", () => session!.saveWhatISaw())}
+                />
+              )}
+              {/* One alert for one problem: a refused action and a failed read that say the same are shown once. */}
+              {actionError && <ErrorNotice message={actionError} onDismiss={() => setActionError(null)} />}
+              {backgroundError && backgroundError !== actionError && (
+                <ErrorNotice
+                  message={backgroundError}
+                  onDismiss={() => setDismissedError(snapshot?.error ?? null)}
+                  onReload={() => void perform("reload", () => session!.reload())}
+                />
+              )}
+            </Conversation>
+            <p className="visually-hidden" role="status">
+              {runStatusText(snapshot, planShown?.statusText ?? null)}
+            </p>
+            <Composer
+              inputRef={composerInput}
+              text={composerText}
+              onTextChange={setComposerText}
+              canSend={actions?.canSend === true && busyAction === null && !hasConfigErrors}
+              canStop={actions?.canStop === true}
+              isStopping={run?.isCancelling === true || stops.isPending}
+              hint={hasConfigErrors ? "Check the agent's settings above the message field." : composerHint(snapshot, stops, planShown !== null)}
+              onSend={onSend}
+              onStop={onStop}
+              options={
+                agents.length > 1 && (
+                  <AgentPicker
+                    agents={agents}
+                    agent={agentName}
+                    fields={fields}
+                    values={configValues[agentName] ?? {}}
+                    errors={agentConfig.errors}
+                    onAgentChange={setAgentName}
+                    onValueChange={(name, value) => setConfigValues((current) => ({ ...current, [agentName]: { ...current[agentName], [name]: value } }))}
+                  />
+                )
+              }
+            >
+              {stops.isUnconfirmed && <StopNotice failure={snapshot?.stop?.failure ?? null} />}
+              {pendingApproval && !stops.isPending && (
+                <ApprovalBar
+                  approval={pendingApproval}
+                  busyAction={busyAction}
+                  onApprove={() => void perform("approve", () => session!.approve())}
+                  onReject={() => void perform("reject", () => session!.reject())}
+                />
+              )}
+            </Composer>
+          </>
+        )}
       </main>
       {snapshot?.conflict && (
         <ConflictDialog

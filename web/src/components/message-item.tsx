@@ -12,7 +12,7 @@ const ROLE_LABEL: Record<MessageView["role"], string> = { user: "You", assistant
 
 /**
  * A fragment is labelled as such: it is what the user saw of a stopped answer, never a finished
- * one. A labelled message (a plan's finished section) is a section titled by its label.
+ * one; so is a live answer cut by a barge-in (only its heard part was published). A labelled message (a plan's finished section) is a section titled by its label.
  */
 export function MessageItem({ message }: MessageItemProps) {
   if (message.label !== null && message.label !== undefined && message.publication_status === "published") return <SectionItem message={message} />;
@@ -24,6 +24,7 @@ export function MessageItem({ message }: MessageItemProps) {
       <div className="message-role">
         <span className="role-name">{role}</span>
         {isFragment && <span className="badge warn">Saved fragment of a stopped answer</span>}
+        {message.interrupted && <span className="badge warn">Interrupted in voice mode · saved as far as it was heard</span>}
       </div>
       {message.content && <MessageContent message={message} />}
       {toolCalls.map((call) => (
