@@ -15,6 +15,7 @@ import { registerRunRoutes, type RunRouteOptions } from "./routes/runs.js";
 import { registerSystemRoutes } from "./routes/system.js";
 import { registerThreadRoutes } from "./routes/threads.js";
 import { registerWebApp } from "./web-app.js";
+import { registerAgUiRoutes } from "./compat/ag-ui/register-ag-ui-routes.js";
 
 /** Options for {@link createApp}. */
 export interface AppOptions extends RunRouteOptions {
@@ -64,6 +65,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     registerOperationRoutes(app, options.runtime);
     registerMessageRoutes(app, options.runtime);
     registerAgentRoutes(app, options.runtime);
+    registerAgUiRoutes(app, options.runtime, { ...options, logger });
   }
   registerSystemRoutes(app, options.runtime, options.metrics);
   registerOpenApiDocument(app);

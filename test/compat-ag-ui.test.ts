@@ -1,0 +1,159 @@
+/**
+ * AG-UI at POST /ag-ui (issue 16, DESIGN §17), driven by the real `HttpAgent` of `@ag-ui/client`
+ * 1.0.0, unchanged: its own verifier checks the order of every event the server sends. A Stop is
+ * the client aborting its request; the server cancels the run and publishes nothing of the answer.
+ */
+import { HttpAgent, type AgentSubscriber, type BaseEvent } from "@ag-ui/client";
+import { randomUUID } from "node:crypto";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
+import { createGatedModel } from "./support/client-session.js";
+import { startHarness, type Harness } from "./support/harness.js";
+
+const KEY = "ag-ui-test-key";
+const TENANT = "tenant-ag-ui";
+
+describe("AG-UI (HttpAgent) against Tidemark", () => {
+  let h: Harness;
+  // An answer to a message starting with "gate" stops after a few words until the test releases it.
+  const gated = createGatedModel();
+  const demo = createDemoModel({ wordsPerSecond: 300, wordCount: 30 });
+  const model: ChatModel = {
+    ...demo,
+    stream: (request, options) => (request.messages.at(-1)?.content.startsWith("gate") ? gated.model : demo).stream(request, options),
+  };
+  beforeAll(async () => {
+    h = await startHarness({ model, apiKeys: new Map([[KEY, TENANT]]), disconnectGraceMs: 50 });
+  });
+  afterEach(async () => {
+    await h.expectNoViolations();
+  });
+  afterAll(async () => {
+    gated.release();
+    await h.close();
+  });
+
+  function createAgent(threadId: string = randomUUID()): HttpAgent {
+    return new HttpAgent({ url: `${h.url}/ag-ui`, threadId, headers: { Authorization: `Bearer ${KEY}` } });
+  }
+
+  /** A subscriber that records every event (after the client verified it). */
+  function recorder(extra: AgentSubscriber = {}): { events: BaseEvent[]; subscriber: AgentSubscriber } {
+    const events: BaseEvent[] = [];
+    return { events, subscriber: { ...extra, onEvent: ({ event }) => void events.push(event) } };
+  }
+
+  const metadataOf = (events: BaseEvent[]) => (events[0] as BaseEvent & { metadata: { tidemark_run_id: string; tidemark_thread_id: string } }).metadata;
+  const history = async (threadId: string) => (await h.api(`/v1/threads/${threadId}/history`, { key: KEY })).body.messages as any[];
+
+  it("a run completes with verified events, and the thread's history holds the answer", async () => {
+    const agent = createAgent();
+    agent.addMessage({ id: randomUUID(), role: "user", content: "Hello from AG-UI" });
+    const { events, subscriber } = recorder();
+    await agent.runAgent({}, subscriber);
+
+    const types = events.map((event) => event.type);
+    expect(types[0]).toBe("RUN_STARTED");
+    expect(types.at(-1)).toBe("RUN_FINISHED");
+    expect(types).toContain("TEXT_MESSAGE_START");
+    expect(types.filter((type) => type === "TEXT_MESSAGE_CONTENT").length).toBeGreaterThan(1);
+    expect(types.indexOf("TEXT_MESSAGE_END")).toBeLessThan(types.indexOf("RUN_FINISHED"));
+    expect((events.at(-1) as any).outcome).toEqual({ type: "success" });
+
+    const { tidemark_thread_id: threadId, tidemark_run_id: runId } = metadataOf(events);
+    const messages = await history(threadId);
+    expect(messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+    expect(messages[0].content).toBe("Hello from AG-UI");
+    const answer = agent.messages.at(-1)!;
+    expect(answer.role).toBe("assistant");
+    expect(messages[1].content).toBe(answer.content);
+    expect(messages[1].run_id).toBe(runId);
+
+    // The next run of the same AG-UI thread continues the same Tidemark thread.
+    agent.addMessage({ id: randomUUID(), role: "user", content: "And a second question" });
+    const second = recorder();
+    await agent.runAgent({}, second.subscriber);
+    expect(metadataOf(second.events).tidemark_thread_id).toBe(threadId);
+    expect((await history(threadId)).map((message) => message.role)).toEqual(["user", "assistant", "user", "assistant"]);
+  });
+
+  it("accepts a Tidemark thread id as the AG-UI thread id", async () => {
+    const threadId = await h.createThread(KEY);
+    const agent = createAgent(threadId);
+    agent.addMessage({ id: randomUUID(), role: "user", content: "On a native thread" });
+    const { events, subscriber } = recorder();
+    await agent.runAgent({}, subscriber);
+    expect(metadataOf(events).tidemark_thread_id).toBe(threadId);
+    expect((await history(threadId)).map((message) => message.role)).toEqual(["user", "assistant"]);
+  });
+
+  it("Stop (the client aborts its request) cancels the run on the server, and nothing of the answer is published", async () => {
+    const agent = createAgent();
+    agent.addMessage({ id: randomUUID(), role: "user", content: "gate: a long answer" });
+    const { events, subscriber } = recorder({ onTextMessageContentEvent: () => agent.abortRun() });
+    await agent.runAgent({}, subscriber).catch(() => undefined);
+    expect(events.some((event) => event.type === "TEXT_MESSAGE_CONTENT")).toBe(true);
+
+    const { tidemark_thread_id: threadId, tidemark_run_id: runId } = metadataOf(events);
+    const run = await h.tidemark.runtime.waitForTerminal(TENANT, runId, 20_000);
+    expect(run?.status).toBe("cancelled");
+    expect(run?.cancelReason).toBe("client_disconnected");
+    // The answer held at the gate would finish now; it was discarded with the Stop.
+    gated.release();
+    const messages = await history(threadId);
+    expect(messages.map((message) => message.role)).toEqual(["user"]);
+  });
+
+  it("the explicit cancel stops the run; the stream ends with the cancelled outcome", async () => {
+    const agent = createAgent();
+    agent.addMessage({ id: randomUUID(), role: "user", content: "gate: stop me explicitly" });
+    let cancel: Promise<{ status: number; body: any }> | undefined;
+    const { events, subscriber } = recorder({
+      onTextMessageContentEvent: () => {
+        cancel ??= h.api(`/ag-ui/runs/${metadataOf(events).tidemark_run_id}/cancel`, { method: "POST", key: KEY });
+      },
+    });
+    await agent.runAgent({}, subscriber);
+    const reply = await cancel!;
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ status: "cancelled", already_terminal: false });
+    expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "cancelled" } });
+    expect((await history(metadataOf(events).tidemark_thread_id)).map((message) => message.role)).toEqual(["user"]);
+    // A second cancel is idempotent: the same terminal run.
+    const again = await h.api(`/ag-ui/runs/${reply.body.run_id}/cancel`, { method: "POST", key: KEY });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ status: "cancelled", already_terminal: true });
+    gated.release();
+  });
+
+  it("bad input gets a 4xx JSON error, never a 5xx", async () => {
+    const valid = { threadId: randomUUID(), runId: randomUUID(), messages: [{ id: "m1", role: "user", content: "hi" }], tools: [], context: [] };
+    const post = (json: unknown, init: { key?: string; body?: string; headers?: Record<string, string> } = {}) =>
+      h.api("/ag-ui", { method: "POST", key: init.key ?? KEY, ...(init.body === undefined ? { json } : { body: init.body, headers: init.headers }) });
+
+    const cases: [string, Promise<{ status: number; body: any }>, number, string][] = [
+      ["no body fields", post({}), 400, "invalid_request"],
+      ["no user message", post({ ...valid, messages: [{ id: "a1", role: "assistant", content: "hi" }] }), 400, "invalid_request"],
+      ["an image part", post({ ...valid, messages: [{ id: "m1", role: "user", content: [{ type: "image", url: "x" }] }] }), 400, "invalid_request"],
+      ["a NUL in the text", post({ ...valid, messages: [{ id: "m1", role: "user", content: "a\u0000b" }] }), 400, "invalid_request"],
+      ["deep JSON", post({ ...valid, state: JSON.parse("[".repeat(500) + "]".repeat(500)) }), 400, "invalid_request"],
+      ["not JSON", post(undefined, { body: "{nope", headers: { "content-type": "application/json" } }), 400, "invalid_json"],
+      ["not application/json", post(undefined, { body: "hi", headers: { "content-type": "text/plain" } }), 415, "unsupported_media_type"],
+      ["a huge body", post({ ...valid, state: "x".repeat(2 * 1024 * 1024) }), 413, "payload_too_large"],
+      ["an unknown Tidemark thread", post({ ...valid, threadId: "thr_01jd8x0f1ae2rbv7c9ks0d8m5q" }), 404, "thread_not_found"],
+      ["an unknown agent", post({ ...valid, threadId: randomUUID(), forwardedProps: { agent: "nobody" } }), 404, "agent_not_found"],
+      ["no API key", post(valid, { key: "wrong" }), 401, "unauthorized"],
+    ];
+    for (const [what, reply, status, code] of cases) {
+      const { status: actual, body } = await reply;
+      expect({ what, status: actual, error: body.error }).toEqual({ what, status, error: code });
+    }
+    expect((await h.api("/ag-ui/runs/run_01jd8x0f1ae2rbv7c9ks0d8m5q/cancel", { method: "POST", key: KEY })).status).toBe(404);
+    expect((await h.api(`/ag-ui/runs/${"x".repeat(300)}/cancel`, { method: "POST", key: KEY })).status).toBe(404);
+
+    // Through the client: the run fails with the server's status, nothing is started.
+    const agent = createAgent();
+    agent.addMessage({ id: randomUUID(), role: "user", content: "hi" });
+    await expect(agent.runAgent({ forwardedProps: { agent: "nobody" } })).rejects.toMatchObject({ status: 404 });
+  });
+});
