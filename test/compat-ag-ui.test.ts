@@ -5,8 +5,12 @@
  */
 import { HttpAgent, type AgentSubscriber, type BaseEvent } from "@ag-ui/client";
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
+import { createDemoOutbox, createDemoTools, type DemoOutbox } from "../src/tools/index.js";
 import { createGatedModel } from "./support/client-session.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
@@ -22,8 +26,17 @@ describe("AG-UI (HttpAgent) against Tidemark", () => {
     ...demo,
     stream: (request, options) => (request.messages.at(-1)?.content.startsWith("gate") ? gated.model : demo).stream(request, options),
   };
+  let dir: string;
+  let outbox: DemoOutbox;
   beforeAll(async () => {
-    h = await startHarness({ model, apiKeys: new Map([[KEY, TENANT]]), disconnectGraceMs: 50 });
+    dir = mkdtempSync(join(tmpdir(), "tidemark-ag-ui-"));
+    outbox = createDemoOutbox(join(dir, "outbox.db"), { sendDelayMs: 20 });
+    h = await startHarness({
+      model,
+      apiKeys: new Map([[KEY, TENANT]]),
+      disconnectGraceMs: 50,
+      tools: createDemoTools({ outbox, searchDelayMs: 20 }),
+    });
   });
   afterEach(async () => {
     await h.expectNoViolations();
@@ -31,6 +44,8 @@ describe("AG-UI (HttpAgent) against Tidemark", () => {
   afterAll(async () => {
     gated.release();
     await h.close();
+    outbox.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   function createAgent(threadId: string = randomUUID()): HttpAgent {
@@ -52,7 +67,7 @@ describe("AG-UI (HttpAgent) against Tidemark", () => {
     const { events, subscriber } = recorder();
     await agent.runAgent({}, subscriber);
 
-    const types = events.map((event) => event.type);
+    const types: string[] = events.map((event) => event.type);
     expect(types[0]).toBe("RUN_STARTED");
     expect(types.at(-1)).toBe("RUN_FINISHED");
     expect(types).toContain("TEXT_MESSAGE_START");
@@ -124,6 +139,64 @@ describe("AG-UI (HttpAgent) against Tidemark", () => {
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ status: "cancelled", already_terminal: true });
     gated.release();
+  });
+
+  it("a tool call goes out as TOOL_CALL_START/ARGS/END and its RESULT, before the answer", async () => {
+    const agent = createAgent();
+    agent.addMessage({ id: randomUUID(), role: "user", content: "search for red shoes" });
+    const { events, subscriber } = recorder();
+    await agent.runAgent({}, subscriber);
+    const types: string[] = events.map((event) => event.type);
+    const start = events.find((event) => event.type === "TOOL_CALL_START") as any;
+    expect(start).toMatchObject({ toolCallName: "search_catalog" });
+    expect(types.indexOf("TOOL_CALL_ARGS")).toBeGreaterThan(types.indexOf("TOOL_CALL_START"));
+    expect(types.indexOf("TOOL_CALL_RESULT")).toBeGreaterThan(types.indexOf("TOOL_CALL_END"));
+    expect(types.at(-1)).toBe("RUN_FINISHED");
+    const result = events.find((event) => event.type === "TOOL_CALL_RESULT") as any;
+    expect(result.toolCallId).toBe(start.toolCallId);
+    const messages = await history(metadataOf(events).tidemark_thread_id);
+    expect(messages.find((message) => message.role === "tool")?.content).toBe(result.content);
+    // The client holds the call and its result as messages, as history does.
+    expect(agent.messages.some((message) => message.role === "tool" && message.toolCallId === start.toolCallId)).toBe(true);
+  });
+
+  it("a consequential tool ends the AG-UI run with the interrupt outcome; resume approves it and the same run goes on", async () => {
+    const agent = createAgent();
+    agent.addMessage({ id: randomUUID(), role: "user", content: "email ada@example.com the report" });
+    const { events, subscriber } = recorder();
+    await agent.runAgent({}, subscriber);
+    const finished = events.at(-1) as any;
+    expect(finished).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "interrupt" } });
+    const [interrupt] = finished.outcome.interrupts;
+    expect(interrupt).toMatchObject({ reason: "tool_approval", metadata: { tool: "send_email" } });
+    const start = events.find((event) => event.type === "TOOL_CALL_START") as any;
+    expect(interrupt.toolCallId).toBe(start.toolCallId);
+    const { tidemark_run_id: runId, tidemark_thread_id: threadId } = metadataOf(events);
+    // The closed stream does not cancel a run waiting for an approval.
+    expect((await h.api(`/v1/runs/${runId}`, { key: KEY })).body).toMatchObject({ status: "interrupted", active_operation: interrupt.id });
+
+    const resumed = recorder();
+    await agent.runAgent({ resume: [{ interruptId: interrupt.id, status: "resolved" }] }, resumed.subscriber);
+    expect(metadataOf(resumed.events).tidemark_run_id).toBe(runId);
+    expect(resumed.events.map((event) => event.type)).toContain("TOOL_CALL_RESULT");
+    expect(resumed.events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    expect((await h.api(`/v1/runs/${runId}`, { key: KEY })).body.status).toBe("completed");
+    expect(outbox.countByKey()[interrupt.metadata.idempotency_key]).toBe(1);
+    expect((await history(threadId)).at(-1).content).toMatch(/handed to the outbox/);
+  });
+
+  it("a plan's steps go out as STATE_SNAPSHOT; parallel steps stream as concurrent messages", async () => {
+    const agent = createAgent();
+    agent.addMessage({ id: randomUUID(), role: "user", content: "Research the tides" });
+    const { events, subscriber } = recorder();
+    await agent.runAgent({ forwardedProps: { agent: "research", config: { subtasks: ["moon", "sun", "wind"], max_parallel: 2 } } }, subscriber);
+    expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    const snapshots = events.filter((event) => event.type === "STATE_SNAPSHOT") as any[];
+    expect(snapshots.length).toBeGreaterThan(0);
+    const last = snapshots.at(-1).snapshot.tidemark.steps as any[];
+    expect(last.length).toBeGreaterThanOrEqual(3);
+    expect(last.every((step) => step.status === "completed")).toBe(true);
+    expect(agent.state.tidemark.steps).toEqual(last);
   });
 
   it("bad input gets a 4xx JSON error, never a 5xx", async () => {

@@ -27,8 +27,17 @@ const RunAgentInputSchema = z.looseObject({
   tools: z.array(z.unknown()).optional(),
   context: z.array(z.unknown()).optional(),
   forwardedProps: z.unknown().optional(),
-  resume: z.array(z.unknown()).optional(),
+  resume: z
+    .array(z.looseObject({ interruptId: z.string().max(MAX_ID_LENGTH), status: z.enum(["resolved", "cancelled"]), payload: z.unknown().optional() }))
+    .optional(),
 });
+
+/** An answer to an interrupt: here, the approval (or not) of a consequential tool. */
+export interface AgUiResumeEntry {
+  interruptId: string;
+  status: "resolved" | "cancelled";
+  payload?: unknown;
+}
 
 /** What a run needs from an AG-UI request. */
 export interface AgUiRunRequest {
@@ -36,8 +45,10 @@ export interface AgUiRunRequest {
   threadId: string;
   /** The client's run id: the idempotency key of the native run, echoed in every run event. */
   runId: string;
-  /** The text of the last user message: the run's input. */
+  /** The text of the last user message: the run's input (unused when the request resumes a run). */
   content: string;
+  /** Answers to the interrupts of the thread's paused run: the request continues that run. */
+  resume: AgUiResumeEntry[];
   /** `forwardedProps.agent`, when the client names the agent. */
   agent: string | undefined;
   /** `forwardedProps.config`, the agent's config. */
@@ -55,10 +66,11 @@ export function parseAgUiInput(body: unknown): AgUiRunRequest {
     throw new TidemarkError("invalid_request", `The request is not a valid RunAgentInput: ${where}: ${issue?.message ?? "invalid"}`);
   }
   const input = parsed.data;
+  const resume = input.resume ?? [];
   const lastUser = input.messages.findLast((message) => message.role === "user");
-  if (!lastUser) throw new TidemarkError("invalid_request", "messages holds no user message: the last one is the run's input.");
-  const content = textOf(lastUser.content);
-  if (content.trim() === "") throw new TidemarkError("invalid_request", "The last user message has no text.");
+  const content = lastUser ? textOf(lastUser.content) : "";
+  if (resume.length === 0 && !lastUser) throw new TidemarkError("invalid_request", "messages holds no user message: the last one is the run's input.");
+  if (resume.length === 0 && content.trim() === "") throw new TidemarkError("invalid_request", "The last user message has no text.");
   const forwarded = isRecord(input.forwardedProps) ? input.forwardedProps : {};
   if (forwarded.agent !== undefined && (typeof forwarded.agent !== "string" || forwarded.agent === "")) {
     throw new TidemarkError("invalid_request", "forwardedProps.agent must be the name of an agent.");
@@ -67,6 +79,7 @@ export function parseAgUiInput(body: unknown): AgUiRunRequest {
     threadId: input.threadId,
     runId: input.runId,
     content,
+    resume,
     agent: forwarded.agent as string | undefined,
     config: forwarded.config,
     state: input.state,

@@ -29,7 +29,8 @@ interface StepView {
 
 /**
  * Turns a native run's events (DESIGN §7) into AG-UI events, in an order the client's verifier
- * accepts: text is opened on its first delta and closed when published (or when the run ends);
+ * accepts: a message is started on its first delta and ended when published (or when the run
+ * ends), several at once for a plan's parallel steps;
  * a tool call is started, given its arguments and ended at once (the call is complete when the
  * tool starts), its result sent with `tool.result`; plan steps go out as a whole-state snapshot.
  * Deltas after the cancel was accepted are dropped: they are never published.
@@ -39,7 +40,8 @@ export class AgUiTranslator {
   readonly #runId: string;
   readonly #clientState: unknown;
   readonly #history: AgUiHistoryLookup;
-  #openMessageId: string | undefined;
+  /** Messages started and not ended yet: a plan's steps stream several at once. */
+  readonly #openMessages = new Set<string>();
   #isStopping = false;
   readonly #steps = new Map<string, StepView>();
   /** A prepared consequential operation's tool call, for its interrupt. */
@@ -69,19 +71,17 @@ export class AgUiTranslator {
     switch (event.type) {
       case "message.delta": {
         if (this.#isStopping || event.text === "") return done();
-        if (this.#openMessageId !== event.message_id) {
-          this.#closeMessage(events);
-          this.#openMessageId = event.message_id;
+        if (!this.#openMessages.has(event.message_id)) {
+          this.#openMessages.add(event.message_id);
           events.push({ type: "TEXT_MESSAGE_START", messageId: event.message_id, role: "assistant" });
         }
         events.push({ type: "TEXT_MESSAGE_CONTENT", messageId: event.message_id, delta: event.text });
         return done();
       }
       case "message.published":
-        if (this.#openMessageId === event.message_id) this.#closeMessage(events);
+        if (this.#openMessages.delete(event.message_id)) events.push({ type: "TEXT_MESSAGE_END", messageId: event.message_id });
         return done();
       case "tool.started": {
-        this.#closeMessage(events);
         const call = await this.#history.toolCall(event.tool_call_id);
         events.push({
           type: "TOOL_CALL_START",
@@ -113,10 +113,10 @@ export class AgUiTranslator {
         return done();
       case "run.cancel_requested":
         this.#isStopping = true;
-        this.#closeMessage(events);
+        this.#closeMessages(events);
         return done();
       case "run.interrupted":
-        this.#closeMessage(events);
+        this.#closeMessages(events);
         events.push(
           this.#finished({
             type: "interrupt",
@@ -133,11 +133,11 @@ export class AgUiTranslator {
         );
         return done(true, true);
       case "run.completed":
-        this.#closeMessage(events);
+        this.#closeMessages(events);
         events.push({ ...this.#finished({ type: "success" }), result: { published_message_id: event.published_message_id } });
         return done(true);
       case "run.cancelled":
-        this.#closeMessage(events);
+        this.#closeMessages(events);
         events.push({
           ...this.#finished({ type: "cancelled" }),
           metadata: { reason: event.reason, discarded_stream_chars: event.discarded_stream_chars, external_effects: event.external_effects },
@@ -155,10 +155,10 @@ export class AgUiTranslator {
     return { type: "RUN_FINISHED", threadId: this.#threadId, runId: this.#runId, outcome };
   }
 
-  #closeMessage(events: AgUiEvent[]): void {
-    if (this.#openMessageId === undefined) return;
-    events.push({ type: "TEXT_MESSAGE_END", messageId: this.#openMessageId });
-    this.#openMessageId = undefined;
+  /** Ends every open message (the run stopped, failed or paused: what is not published never will be). */
+  #closeMessages(events: AgUiEvent[]): void {
+    for (const messageId of this.#openMessages) events.push({ type: "TEXT_MESSAGE_END", messageId });
+    this.#openMessages.clear();
   }
 
   /** The client's state with the plan's steps under `tidemark.steps` (a snapshot replaces the whole state). */

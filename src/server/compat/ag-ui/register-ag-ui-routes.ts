@@ -3,6 +3,7 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { bodyLimit } from "hono/body-limit";
 import { isTerminalStatus, TidemarkError, type RunRecord } from "../../../core/index.js";
 import { silentLogger, type Logger, type Runtime } from "../../../runtime/index.js";
+import type { RunEventBuffer } from "../../../stream/index.js";
 import type { AppEnv } from "../../app-env.js";
 import { createAuthMiddleware } from "../../auth.js";
 import { errorResponse } from "../../errors.js";
@@ -14,6 +15,7 @@ import { parseAgUiInput } from "./ag-ui-input.js";
 import { AgUiTranslator } from "./ag-ui-translator.js";
 import { readJsonBody } from "./read-json-body.js";
 import { resolveAgUiThread, runKey } from "./resolve-ag-ui-thread.js";
+import { resumeAgUiRun } from "./resume-ag-ui-run.js";
 import { streamAgUiEvents } from "./stream-ag-ui-events.js";
 
 /** Options the AG-UI layer takes from the server's options. */
@@ -49,25 +51,40 @@ export function registerAgUiRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, o
     app.use(path, jsonBodyGuard);
   }
 
+  // The subscriptions of runs paused for an approval: kept, so that the closed stream does not
+  // cancel them, until the AG-UI run that resumes them subscribes (in this process).
+  const heldSubscribers = new Map<string, () => void>();
+
   app.post("/ag-ui", async function runAgUiAgent(c) {
     const tenantId = c.get("tenantId");
     const request = parseAgUiInput(await readJsonBody(c));
     const { thread, runKey: idempotencyKey } = await resolveAgUiThread(runtime, tenantId, request);
-    const savedAgent = (thread.metadata.ag_ui as { agent?: unknown } | undefined)?.agent;
-    const { run } = await runtime.startRun({
-      tenantId,
-      threadId: thread.threadId,
-      input: { role: "user", content: request.content },
-      idempotencyKey,
-      onDisconnect: "cancel",
-      agent: request.agent ?? (typeof savedAgent === "string" ? savedAgent : undefined),
-      config: request.config,
-    });
+    let run: RunRecord;
+    let afterSeq = 0;
+    if (request.resume.length > 0) {
+      run = await resumeAgUiRun(runtime, tenantId, thread, request.resume);
+    } else {
+      const savedAgent = (thread.metadata.ag_ui as { agent?: unknown } | undefined)?.agent;
+      ({ run } = await runtime.startRun({
+        tenantId,
+        threadId: thread.threadId,
+        input: { role: "user", content: request.content },
+        idempotencyKey,
+        onDisconnect: "cancel",
+        agent: request.agent ?? (typeof savedAgent === "string" ? savedAgent : undefined),
+        config: request.config,
+      }));
+    }
     // Subscribed before anything else can wait: the disconnect grace runs only while nobody is.
+    const subscriberKey = `${tenantId}\u0000${run.runId}`;
     const detach = runtime.attachSubscriber(tenantId, run.runId);
+    heldSubscribers.get(subscriberKey)?.();
+    heldSubscribers.delete(subscriberKey);
     try {
       const buffer = await runtime.openEvents(tenantId, run, 0);
       if (!buffer) throw new TidemarkError("stream_expired", "This run's event stream is no longer available; read the thread's history.");
+      // A resumed run: what came before its interrupt was the previous AG-UI run's.
+      if (request.resume.length > 0) afterSeq = lastInterruptSeq(buffer);
       const response = c.env.outgoing;
       response.setHeader("x-tidemark-run-id", run.runId);
       response.setHeader("x-tidemark-thread-id", run.threadId);
@@ -78,10 +95,11 @@ export function registerAgUiRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, o
         history: createAgUiHistoryLookup(runtime, tenantId, run.threadId),
       });
       streamAgUiEvents(response, buffer, translator.started(run.runId, run.threadId), translator, {
+        afterSeq,
         heartbeatMs: options.heartbeatMs,
         onClientClosed: detach,
         // A run waiting for an approval stays subscribed: it is not cancelled for the closed stream.
-        onFinished: (isInterrupt) => (isInterrupt ? undefined : detach()),
+        onFinished: (isInterrupt) => (isInterrupt ? heldSubscribers.set(subscriberKey, detach) : detach()),
         onError: (error) => logger.error({ run_id: run.runId, error: String(error) }, "the AG-UI stream failed"),
       });
     } catch (error) {
@@ -105,6 +123,13 @@ export function registerAgUiRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, o
     const isTerminal = isTerminalStatus(current.status);
     return c.json({ ...runView(current), already_terminal: result.kind === "already_terminal" }, isTerminal ? 200 : 202);
   });
+}
+
+/** The seq of the run's last `run.interrupted` event in the buffer (0 when none). */
+function lastInterruptSeq(buffer: RunEventBuffer): number {
+  let seq = 0;
+  for (const event of buffer.eventsBetween(buffer.firstSeq - 1, buffer.lastSeq)) if (event.type === "run.interrupted") seq = event.seq;
+  return seq;
 }
 
 /** A run by its Tidemark id (`RUN_STARTED.metadata.tidemark_run_id`), or by the AG-UI run id of a later run of a thread. */

@@ -6,6 +6,8 @@ import type { AgUiTranslator } from "./ag-ui-translator.js";
 
 /** Options for {@link streamAgUiEvents}. */
 export interface AgUiStreamOptions {
+  /** Translate the native events after this seq (a resumed run: those after its interrupt). */
+  afterSeq: number;
   /** A comment line every this many ms (default 15 s) so clients and proxies see traffic. */
   heartbeatMs?: number;
   /** Called when the client goes away before the run ended (its Stop): detaches the run's subscriber. */
@@ -17,8 +19,8 @@ export interface AgUiStreamOptions {
 }
 
 /**
- * Writes one AG-UI run to an SSE response: `RUN_STARTED`, then the translated native events from
- * the first one, until the AG-UI run ends. A client that disconnects first ends the loop at once.
+ * Writes one AG-UI run to an SSE response: `RUN_STARTED`, then the translated native events after
+ * `afterSeq`, until the AG-UI run ends. A client that disconnects first ends the loop at once.
  * Waits for the socket to drain when it is full, so a slow client only holds a cursor.
  */
 export function streamAgUiEvents(response: ServerResponse, buffer: RunEventBuffer, started: AgUiEvent, translator: AgUiTranslator, options: AgUiStreamOptions): void {
@@ -55,7 +57,7 @@ export function streamAgUiEvents(response: ServerResponse, buffer: RunEventBuffe
 
   const pump = async (): Promise<void> => {
     await write(formatAgUiFrame(started));
-    for await (const event of followEvents(buffer, buffer.firstSeq - 1, controller.signal)) {
+    for await (const event of followEvents(buffer, Math.max(options.afterSeq, buffer.firstSeq - 1), controller.signal)) {
       const translation = await translator.translate(event);
       if (controller.signal.aborted) return;
       if (translation.events.length > 0) await write(translation.events.map(formatAgUiFrame).join(""));
