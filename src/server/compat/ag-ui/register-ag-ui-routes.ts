@@ -14,7 +14,7 @@ import { createAgUiHistoryLookup } from "./ag-ui-history.js";
 import { parseAgUiInput } from "./ag-ui-input.js";
 import { AgUiTranslator } from "./ag-ui-translator.js";
 import { readJsonBody } from "./read-json-body.js";
-import { resolveAgUiThread, runKey } from "./resolve-ag-ui-thread.js";
+import { resolveAgUiThread } from "./resolve-ag-ui-thread.js";
 import { resumeAgUiRun } from "./resume-ag-ui-run.js";
 import { streamAgUiEvents } from "./stream-ag-ui-events.js";
 
@@ -132,13 +132,12 @@ function lastInterruptSeq(buffer: RunEventBuffer): number {
   return seq;
 }
 
-/** A run by its Tidemark id (`RUN_STARTED.metadata.tidemark_run_id`), or by the AG-UI run id of a later run of a thread. */
+/**
+ * A run by its Tidemark id (`RUN_STARTED.metadata.tidemark_run_id`, or the `x-tidemark-run-id`
+ * header); any other id, or another tenant's run, names nothing (404).
+ */
 async function findRun(runtime: Runtime, tenantId: string, id: string): Promise<RunRecord> {
-  const run = isWellFormedId(id, "run")
-    ? await runtime.store.getRun(tenantId, id)
-    : id.length <= 200
-      ? await runtime.store.findRunByIdempotencyKey(tenantId, runKey(id))
-      : undefined;
+  const run = isWellFormedId(id, "run") ? await runtime.store.getRun(tenantId, id) : undefined;
   if (!run) throw new TidemarkError("run_not_found", "No such run.");
   return run;
 }

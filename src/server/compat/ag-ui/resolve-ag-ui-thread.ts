@@ -10,12 +10,12 @@ export interface AgUiThread {
 }
 
 /** The key of the first run of AG-UI thread `agUiThreadId`: it is also the thread's durable mapping. */
-export function threadKey(agUiThreadId: string): string {
+function threadKey(agUiThreadId: string): string {
   return `ag-ui:thread:${agUiThreadId}`;
 }
 
 /** The key of a later run, found again by its AG-UI run id. */
-export function runKey(agUiRunId: string): string {
+function runKey(agUiRunId: string): string {
   return `ag-ui:run:${agUiRunId}`;
 }
 

@@ -41,6 +41,8 @@ export function streamAgUiEvents(response: ServerResponse, buffer: RunEventBuffe
     if (!hasEnded) options.onClientClosed();
   };
   response.on("close", onClose);
+  // The client may have gone while the run was being created: its Stop counts all the same.
+  if (response.destroyed) onClose();
 
   const write = async (text: string): Promise<void> => {
     if (response.write(text) || controller.signal.aborted) return;
