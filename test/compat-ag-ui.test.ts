@@ -199,6 +199,30 @@ describe("AG-UI (HttpAgent) against Tidemark", () => {
     expect(agent.state.tidemark.steps).toEqual(last);
   });
 
+  it("a repeated request (same runId) streams the same run; another run on a busy thread is refused with 409", async () => {
+    const body = { threadId: randomUUID(), runId: randomUUID(), messages: [{ id: "m1", role: "user", content: "gate: hold on" }] };
+    const post = (json: unknown) =>
+      fetch(`${h.url}/ag-ui`, { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body: JSON.stringify(json) });
+    const first = await post(body);
+    expect(first.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const runId = first.headers.get("x-tidemark-run-id")!;
+    const again = await post(body);
+    expect(again.headers.get("x-tidemark-run-id")).toBe(runId);
+    const busy = await post({ ...body, runId: randomUUID(), messages: [{ id: "m2", role: "user", content: "another" }] });
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toMatchObject({ error: "run_in_progress", active_run_id: runId });
+    // The answer is held at the gate once its first words are out: read up to them, then release it.
+    const reader = first.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes("TEXT_MESSAGE_CONTENT")) text += (await reader.read()).value ?? "";
+    gated.release();
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += chunk.value;
+    // Both streams end with the same run's success.
+    for (const stream of [text, await again.text()]) {
+      expect(stream.trim().split("\n\n").at(-1)).toMatch(/"type":"RUN_FINISHED".*"outcome":\{"type":"success"\}/);
+    }
+  });
+
   it("bad input gets a 4xx JSON error, never a 5xx", async () => {
     const valid = { threadId: randomUUID(), runId: randomUUID(), messages: [{ id: "m1", role: "user", content: "hi" }], tools: [], context: [] };
     const post = (json: unknown, init: { key?: string; body?: string; headers?: Record<string, string> } = {}) =>
