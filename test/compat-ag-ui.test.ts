@@ -16,6 +16,7 @@ import { startHarness, type Harness } from "./support/harness.js";
 
 const KEY = "ag-ui-test-key";
 const TENANT = "tenant-ag-ui";
+const OTHER_KEY = "ag-ui-other-key";
 
 describe("AG-UI (HttpAgent) against Tidemark", () => {
   let h: Harness;
@@ -33,7 +34,10 @@ describe("AG-UI (HttpAgent) against Tidemark", () => {
     outbox = createDemoOutbox(join(dir, "outbox.db"), { sendDelayMs: 20 });
     h = await startHarness({
       model,
-      apiKeys: new Map([[KEY, TENANT]]),
+      apiKeys: new Map([
+        [KEY, TENANT],
+        [OTHER_KEY, "tenant-other"],
+      ]),
       disconnectGraceMs: 50,
       tools: createDemoTools({ outbox, searchDelayMs: 20 }),
     });
@@ -246,6 +250,13 @@ describe("AG-UI (HttpAgent) against Tidemark", () => {
       expect({ what, status: actual, error: body.error }).toEqual({ what, status, error: code });
     }
     expect((await h.api("/ag-ui/runs/run_01jd8x0f1ae2rbv7c9ks0d8m5q/cancel", { method: "POST", key: KEY })).status).toBe(404);
+    // Another tenant's thread and run are 404 exactly like unknown ones, and nothing is started.
+    const foreignThread = await h.createThread(KEY);
+    const foreign = await post({ ...valid, threadId: foreignThread }, { key: OTHER_KEY });
+    expect({ status: foreign.status, error: foreign.body.error }).toEqual({ status: 404, error: "thread_not_found" });
+    const own = await h.api(`/v1/threads/${foreignThread}/runs`, { method: "POST", key: KEY, json: { input: { role: "user", content: "mine" } } });
+    expect((await h.api(`/ag-ui/runs/${own.body.run_id}/cancel`, { method: "POST", key: OTHER_KEY })).status).toBe(404);
+    expect((await h.tidemark.runtime.waitForTerminal(TENANT, own.body.run_id, 20_000))?.status).toBe("completed");
     expect((await h.api(`/ag-ui/runs/${"x".repeat(300)}/cancel`, { method: "POST", key: KEY })).status).toBe(404);
 
     // Through the client: the run fails with the server's status, nothing is started.
