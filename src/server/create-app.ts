@@ -17,6 +17,7 @@ import { registerSystemRoutes } from "./routes/system.js";
 import { registerThreadRoutes } from "./routes/threads.js";
 import { registerWebApp } from "./web-app.js";
 import { registerOpenAiCompat } from "./compat/openai/openai-routes.js";
+import { registerAgUiRoutes } from "./compat/ag-ui/register-ag-ui-routes.js";
 
 /** Options for {@link createApp}. */
 export interface AppOptions extends RunRouteOptions {
@@ -68,6 +69,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     registerMessageRoutes(app, options.runtime);
     registerAgentRoutes(app, options.runtime);
     registerLangGraphRoutes(app, { ...options, logger });
+    registerAgUiRoutes(app, options.runtime, { ...options, logger });
   }
   registerSystemRoutes(app, options.runtime, options.metrics);
   registerOpenApiDocument(app);
