@@ -4,6 +4,7 @@ import type { CreateRunInput, CreateRunResult } from "../store.js";
 import { toCheckpoint, toRun } from "../rows.js";
 import { checkpointAtVersion, checkpointInLineage, readLineage } from "./lineage.js";
 import { findRunByIdempotencyKey } from "./run-queries.js";
+import { plainMessage } from "./plain-message.js";
 import type { SqlContext } from "./sql-context.js";
 
 /**
@@ -121,7 +122,7 @@ async function acceptInput(
     },
     { stats: { messageCount: 1 }, activeRunId: input.runId, positions: 1 },
   );
-  const message: MessageRecord = {
+  const message = plainMessage({
     tenantId: thread.tenantId,
     messageId: input.messageId,
     threadId: thread.threadId,
@@ -131,14 +132,8 @@ async function acceptInput(
     runId: input.runId,
     stateVersion: advanced.thread.stateVersion,
     checkpointId: input.checkpointId,
-    publicationStatus: "published",
-    toolCalls: null,
-    toolCallId: null,
-    toolName: null,
-    label: null,
-    interrupted: false,
     createdAt: input.now,
-  };
+  });
   await context.insertMessage(message);
   return { thread: advanced.thread, message, checkpoint: advanced.checkpoint };
 }

@@ -11,6 +11,7 @@ import type {
   TransitionRunInput,
 } from "../store.js";
 import { endUnfinishedSteps, recordStepWork } from "./run-steps.js";
+import { plainMessage } from "./plain-message.js";
 import type { SqlContext } from "./sql-context.js";
 import { StoreInvariantError } from "../store-invariant-error.js";
 
@@ -153,24 +154,21 @@ export async function acceptCancel(
     // A waiting (enqueued) run is not the active one: the active run is left alone.
     neverStarted && thread.activeRunId === run.runId ? { activeRunId: null } : heard ? { positions: 1, stats: { messageCount: 1 } } : {},
   );
-  const heardMessage: MessageRecord | undefined = heard && {
-    tenantId: run.tenantId,
-    messageId: heard.messageId,
-    threadId: run.threadId,
-    position: nextPosition!,
-    role: "assistant",
-    content: heard.content,
-    runId: run.runId,
-    stateVersion: advanced.thread.stateVersion,
-    checkpointId: input.checkpointId,
-    publicationStatus: "published",
-    toolCalls: null,
-    toolCallId: null,
-    toolName: null,
-    label: null,
-    interrupted: true,
-    createdAt: input.now,
-  };
+  const heardMessage =
+    heard &&
+    plainMessage({
+      tenantId: run.tenantId,
+      messageId: heard.messageId,
+      threadId: run.threadId,
+      position: nextPosition!,
+      role: "assistant",
+      content: heard.content,
+      runId: run.runId,
+      stateVersion: advanced.thread.stateVersion,
+      checkpointId: input.checkpointId,
+      interrupted: true,
+      createdAt: input.now,
+    });
   if (heardMessage) await tx.insertMessage(heardMessage);
   const columns = {
     ...(heardMessage ? { published_message_id: heardMessage.messageId, stats: JSON.stringify(addStats(run.stats, { messageCount: 1 })) } : {}),
