@@ -123,6 +123,31 @@ describe("the live endpoint", () => {
     await client.next("turn.ended", (frame) => frame.run_id === turn.runId, from);
   });
 
+  it("a typed transcript (no speech before it) cuts the answer at what was heard and is the next turn, whatever the minimum duration", async () => {
+    const { client, threadId } = await openSession(undefined, { min_interruption_ms: 60_000 });
+    const turn = await speakAndHear(client, "Describe the harbour", 30);
+    const K = 12;
+    client.send({ type: "playback", message_id: turn.messageId, played_chars: K });
+    const from = client.frames.length;
+    client.send({ type: "user.stopped_speaking", transcript: "Typed: what about the lighthouse?" });
+
+    const interrupted = await client.next("turn.interrupted", () => true, from);
+    expect(interrupted).toMatchObject({ run_id: turn.runId, message_id: turn.messageId, heard_chars: K, reason: "user_speech" });
+    const published = await client.next("message.published", (frame) => frame.message_id === turn.messageId, from);
+    expect(published).toMatchObject({ content: client.sentText(turn.messageId).slice(0, K), interrupted: true });
+    expect(client.frames.slice(from).map((frame) => frame.type)).not.toContain("output.paused");
+    const next = await client.next("turn.started", (frame) => frame.run_id !== turn.runId, from);
+    client.send({ type: "emergency_stop" });
+    await client.next("turn.ended", (frame) => frame.run_id === next.run_id, from);
+    const { messages } = await history(threadId);
+    expect(messages.map((message) => [message.role, message.interrupted])).toEqual([
+      ["user", false],
+      ["assistant", true],
+      ["user", false],
+    ]);
+    expect((await upstreamOf("Typed: what about the lighthouse?")).length).toBe(1);
+  });
+
   it("a false interruption pauses the output, then resumes it", async () => {
     const { client } = await openSession(undefined, { min_interruption_ms: 0, false_interruption_timeout_ms: 0 });
     const turn = await speakAndHear(client, "Explain the tides", 10);

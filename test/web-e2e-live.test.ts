@@ -232,6 +232,43 @@ describe.skipIf(!hasChromium || !hasEspeak)("the web app's voice mode", () => {
     await page.close();
   }, 120_000);
 
+  it("typed words cut a playing answer at what was shown (no speech to time: they are deliberate)", async () => {
+    const { page, threadId, frames } = await voicePage((page) => page.addInitScript(removeRecognition));
+    await page.locator("[data-typed-fallback]").waitFor(WAIT);
+    await page.locator('[data-utterances="1"][data-microphone="listening"]').waitFor(WAIT);
+    const typed = page.getByRole("textbox", { name: "What you say" });
+    await typed.fill(QUESTION);
+    await page.getByRole("button", { name: "Say it" }).click();
+    const messageId = await answerPlaying(page, frames);
+    const message = page.locator(`[data-message-id="${messageId}"]`);
+
+    // Some of it was acked (on the same socket, so before the typed words reach the server).
+    await expect.poll(() => lastAck(frames, messageId) ?? 0, WAIT).toBeGreaterThan(0);
+    await typed.fill(SPOKEN);
+    await page.getByRole("button", { name: "Say it" }).click();
+    await message.and(page.locator('[data-phase="interrupted"]')).waitFor(WAIT);
+    // Typed words are a transcript alone: no speech frame before them, no pause; the cut is at the server's last ack.
+    expect(frames.sent.filter((frame) => frame.type.startsWith("user.")).slice(-1)).toEqual([{ type: "user.stopped_speaking", transcript: SPOKEN }]);
+    const interrupted = frames.received.find((frame) => frame.type === "turn.interrupted");
+    expect(interrupted).toMatchObject({ message_id: messageId, reason: "user_speech" });
+    const heardChars = interrupted.heard_chars as number;
+    expect(heardChars).toBeGreaterThan(0);
+    expect(heardChars).toBeLessThanOrEqual(lastAck(frames, messageId)!);
+    expect(await message.locator("[data-voice-heard]").textContent()).toBe(ANSWER.slice(0, heardChars));
+    await page.locator("[data-voice-user]").getByText(SPOKEN).waitFor(WAIT);
+    await expect
+      .poll(async () => ((await h.api(`/v1/threads/${threadId}/history`)).body.messages as any[]).slice(0, 3).map((entry) => [entry.role, entry.content, entry.interrupted]), WAIT)
+      .toEqual([
+        ["user", QUESTION, false],
+        ["assistant", ANSWER.slice(0, heardChars), true],
+        ["user", SPOKEN, false],
+      ]);
+    await page.getByRole("button", { name: "Leave voice mode" }).click();
+    await expect.poll(() => frames.isClosed, WAIT).toBe(true);
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  }, 120_000);
+
   it("with API keys, the page's key opens the live socket (as a subprotocol); a wrong key is refused and said so", async () => {
     const keyed = await startHarness({ webRoot: DEFAULT_WEB_ROOT, apiKeys: new Map([["tm-voice-key", "tenant-voice"]]) });
     try {

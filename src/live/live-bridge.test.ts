@@ -148,6 +148,51 @@ describe("LiveBridge", () => {
     expect(log).toEqual(['generate "go"', 'finally "go"', 'generate "mm-hm"']);
   });
 
+  it("a transcript without speech before it (typed) cuts the turn at what was heard, and is the next turn", async () => {
+    const { bridge, sink, log, turns, waitForTurn } = setUp();
+    bridge.emit(new UserStoppedSpeaking("go"));
+    const feed = await waitForTurn(1);
+    feed.push("Sure, here.");
+    await sink.seen("delta Sure, here.");
+    bridge.ack(currentMessage(turns[0]!), 5);
+    bridge.emit(new UserStoppedSpeaking("stop, tell me another"));
+    await waitForTurn(2);
+    expect(sink.frames).toEqual(["started", "delta Sure, here.", "interrupted user_speech heard=5"]);
+    expect(log).toEqual(['generate "go"', 'finally "go"', "handler UserStoppedSpeaking", 'generate "stop, tell me another"']);
+  });
+
+  it("a typed transcript cuts nothing when it has fewer words than the minimum, when the turn is uninterruptible, or when the condition fails", async () => {
+    for (const options of [{ minInterruptionWords: 3 }, { interruptible: false }, { condition: () => false }]) {
+      const { bridge, sink, log, time, waitForTurn } = setUp(options);
+      bridge.emit(new UserStoppedSpeaking("go"));
+      const feed = await waitForTurn(1);
+      feed.push("Sure.");
+      await sink.seen("delta Sure.");
+      bridge.emit(new UserStoppedSpeaking("wait, no"));
+      await time.advance(5_000);
+      expect(sink.frames.filter((frame) => frame.startsWith("interrupted") || frame === "paused")).toEqual([]);
+      feed.push(null);
+      await waitForTurn(2);
+      expect(log).toEqual(['generate "go"', 'finally "go"', 'generate "wait, no"']);
+    }
+  });
+
+  it("typed text after a false interruption's speech confirms the interruption", async () => {
+    const { bridge, sink, log, time, waitForTurn } = setUp();
+    bridge.emit(new UserStoppedSpeaking("go"));
+    const feed = await waitForTurn(1);
+    feed.push("One. ");
+    await sink.seen("delta One. ");
+    bridge.emit(new UserStartedSpeaking());
+    await time.advance(600);
+    bridge.emit(new UserStoppedSpeaking(""));
+    await time.advance(1_000);
+    bridge.emit(new UserStoppedSpeaking("the other one"));
+    await waitForTurn(2);
+    expect(sink.frames).toEqual(["started", "delta One. ", "paused", "interrupted user_speech heard=0"]);
+    expect(log.at(-1)).toBe('generate "the other one"');
+  });
+
   it("a false interruption resumes the paused output, sending what was held", async () => {
     const { bridge, sink, time, waitForTurn } = setUp();
     bridge.emit(new UserStoppedSpeaking("go"));

@@ -67,6 +67,8 @@ export class LiveBridge {
   #isLooping = false;
   #turnCount = 0;
   #isClosed = false;
+  /** Between `UserStartedSpeaking` and `UserStoppedSpeaking`: a transcript then has a duration to judge. */
+  #isSpeaking = false;
   #pauseTimer: TimerHandle | undefined;
   #falseInterruptionTimer: TimerHandle | undefined;
 
@@ -146,6 +148,7 @@ export class LiveBridge {
   // ── Speech ───────────────────────────────────────────────────────────────────────────────────
 
   #speechStarted(event: UserStartedSpeaking): void {
+    this.#isSpeaking = true;
     this.#timers.clear(this.#falseInterruptionTimer);
     this.#falseInterruptionTimer = undefined;
     const turn = this.#active;
@@ -161,10 +164,22 @@ export class LiveBridge {
   #speechStopped(event: UserStoppedSpeaking): void {
     this.#timers.clear(this.#pauseTimer);
     this.#pauseTimer = undefined;
+    const wasSpeaking = this.#isSpeaking;
+    this.#isSpeaking = false;
     const turn = this.#active;
-    if (!turn?.isPaused || turn.interruption) return;
+    if (!turn || turn.interruption) return;
     const options = turn.route.options;
     const isRealTurn = event.transcript.trim() !== "" && countWords(event.transcript) >= options.minInterruptionWords;
+    if (!turn.isPaused) {
+      // A transcript with no speech before it (typed, or from a recogniser without voice activity
+      // detection) has no duration that could make it a cough: a real turn in it is deliberate, and
+      // cuts like speech that lasted. Speech shorter than the minimum waits for the turn's end.
+      if (!wasSpeaking && isRealTurn && turn.interruptible) {
+        const rule = this.#ruleFor(turn, new UserStartedSpeaking());
+        if (rule && (rule.condition?.(event) ?? true)) this.#cut(turn, "user_speech", rule, event);
+      }
+      return;
+    }
     if (isRealTurn) {
       this.#cut(turn, "user_speech", this.#ruleFor(turn, new UserStartedSpeaking()), event);
       return;

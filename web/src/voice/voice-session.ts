@@ -39,7 +39,7 @@ export interface VoiceSnapshot {
 export interface VoiceSession {
   getSnapshot(): VoiceSnapshot;
   subscribe(listener: () => void): () => void;
-  /** The typed fallback: sent as a whole utterance (`user.started_speaking` + `user.stopped_speaking` with it). */
+  /** The typed fallback: sent as a transcript alone (`user.stopped_speaking` with it), which cuts a playing answer. */
   sendTyped(text: string): void;
   setMuted(isMuted: boolean): void;
   /** How the next agent message is played. */
@@ -143,17 +143,12 @@ export function createVoiceSession(options: { origin: string; threadId: string; 
     dispatch({ type: "said", transcript: words });
   }
 
-  function sendTypedNow(text: string): void {
-    send({ type: "user.started_speaking" });
-    sendUtterance(text);
-  }
-
   function endUtterance(words: Promise<string>): void {
     utterance = null;
     if (microphone === "hearing") microphone = "listening";
     emit();
     enqueue(async () => sendUtterance(await words));
-    for (const text of typedDuringSpeech.splice(0)) enqueue(() => sendTypedNow(text));
+    for (const text of typedDuringSpeech.splice(0)) enqueue(() => sendUtterance(text));
   }
 
   const detection = {
@@ -225,9 +220,10 @@ export function createVoiceSession(options: { origin: string; threadId: string; 
     },
     sendTyped(text) {
       if (isClosed || text.trim() === "") return;
-      // Said while the microphone hears speech: it follows that utterance, never splits it.
+      // Typed words are a transcript with no speech before it: the server takes them as deliberate,
+      // so they cut a playing answer. Said while the microphone hears speech: they follow that utterance.
       if (utterance) typedDuringSpeech.push(text);
-      else enqueue(() => sendTypedNow(text));
+      else enqueue(() => sendUtterance(text));
     },
     setMuted(nextIsMuted) {
       if (isClosed || nextIsMuted === isMuted) return;
