@@ -15,8 +15,9 @@ import {
   type Logger,
   type Runtime,
   type RuntimeRole,
+  type RunLimits,
 } from "./runtime/index.js";
-import { createServerMetrics, startServer, type RunningServer } from "./server/index.js";
+import { createServerMetrics, startServer, type RateLimitOptions, type RunningServer } from "./server/index.js";
 
 /** Options for {@link startTidemark}. */
 export interface TidemarkOptions {
@@ -68,6 +69,16 @@ export interface TidemarkOptions {
   agents?: readonly Agent[];
   /** The built web app's directory, served at `/` (the CLI passes `dist/web`); none when left out. */
   webRoot?: string;
+  /** What one tenant may hold at once: runs, input length, event streams (docs/reliability.md, "Limits"). */
+  limits?: Partial<RunLimits>;
+  /** Each tenant's request rate (default 1,000 a second, bursts of 2,000). */
+  rateLimit?: RateLimitOptions;
+  /** Largest request body in bytes (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** A request's headers must arrive within this (default 10 s). */
+  headersTimeoutMs?: number;
+  /** A request's headers and body must arrive within this (default 60 s). */
+  requestTimeoutMs?: number;
 }
 
 /** A running Tidemark: store, runtime and HTTP server. */
@@ -132,6 +143,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     cluster,
     maxConcurrentRuns: options.maxConcurrentRuns,
     pollMs: options.pollMs,
+    limits: options.limits,
   });
   await runtime.start();
   const server = await startServer({
@@ -146,6 +158,10 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     stallTimeoutMs: options.stallTimeoutMs,
     webRoot: options.webRoot,
     timers: options.timers,
+    rateLimit: options.rateLimit,
+    maxBodyBytes: options.maxBodyBytes,
+    headersTimeoutMs: options.headersTimeoutMs,
+    requestTimeoutMs: options.requestTimeoutMs,
   });
   return {
     url: server.url,

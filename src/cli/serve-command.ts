@@ -2,7 +2,7 @@
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { selectModel, MODEL_SPECS } from "../models/index.js";
 import { createJsonLogger, type ChatModel, type RuntimeRole } from "../runtime/index.js";
-import { DEFAULT_WEB_ROOT, parseApiKeys } from "../server/index.js";
+import { DEFAULT_RATE_LIMIT, DEFAULT_WEB_ROOT, parseApiKeys } from "../server/index.js";
 import { startTidemark } from "../start-tidemark.js";
 import type { Store } from "../store/index.js";
 import { createSqliteStore } from "../store/sqlite/index.js";
@@ -60,6 +60,31 @@ function numericSettings(env: NodeJS.ProcessEnv) {
     heartbeatMs: read("TIDEMARK_HEARTBEAT_MS"),
     sendDelayMs: read("TIDEMARK_DEMO_SEND_DELAY_MS"),
     searchDelayMs: read("TIDEMARK_DEMO_SEARCH_DELAY_MS"),
+    maxBodyBytes: read("TIDEMARK_MAX_BODY_BYTES"),
+    maxInputChars: read("TIDEMARK_MAX_INPUT_CHARS"),
+    maxActiveRunsPerTenant: read("TIDEMARK_MAX_ACTIVE_RUNS"),
+    maxQueuedRunsPerTenant: read("TIDEMARK_MAX_QUEUED_RUNS"),
+    maxStreamsPerTenant: read("TIDEMARK_MAX_STREAMS_PER_TENANT"),
+    maxStreamsPerRun: read("TIDEMARK_MAX_STREAMS_PER_RUN"),
+    requestsPerSecond: read("TIDEMARK_RATE_LIMIT_RPS"),
+    requestBurst: read("TIDEMARK_RATE_LIMIT_BURST"),
+    headersTimeoutMs: read("TIDEMARK_HEADERS_TIMEOUT_MS"),
+    requestTimeoutMs: read("TIDEMARK_REQUEST_TIMEOUT_MS"),
+  };
+}
+
+/** The limits a deployment sets (docs/reliability.md, "Limits"); the defaults for those it leaves out. */
+function limitSettings(settings: ReturnType<typeof numericSettings>) {
+  const { maxInputChars, maxActiveRunsPerTenant, maxQueuedRunsPerTenant, maxStreamsPerTenant, maxStreamsPerRun } = settings;
+  const limits = Object.fromEntries(
+    Object.entries({ maxInputChars, maxActiveRunsPerTenant, maxQueuedRunsPerTenant, maxStreamsPerTenant, maxStreamsPerRun }).filter(([, value]) => value !== undefined),
+  );
+  return {
+    limits,
+    rateLimit: { requestsPerSecond: settings.requestsPerSecond ?? DEFAULT_RATE_LIMIT.requestsPerSecond, burst: settings.requestBurst ?? DEFAULT_RATE_LIMIT.burst },
+    maxBodyBytes: settings.maxBodyBytes,
+    headersTimeoutMs: settings.headersTimeoutMs,
+    requestTimeoutMs: settings.requestTimeoutMs,
   };
 }
 
@@ -117,6 +142,7 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
     eventTtlMs: settings.eventTtlMs,
     heartbeatMs: settings.heartbeatMs,
     webRoot: options.web === false ? undefined : options.web,
+    ...limitSettings(settings),
   }).catch(async (error: unknown) => {
     await store?.close();
     return fail(messageOf(error));

@@ -45,6 +45,16 @@ export const ERROR_CODES = {
   malformed_request: { status: 400, meaning: "The request is not valid HTTP (the server could not parse it)." },
   request_timeout: { status: 408, meaning: "The request was not received in time." },
   payload_too_large: { status: 413, meaning: "The body exceeds the size limit." },
+  input_too_long: { status: 413, meaning: "The input message is longer than the server's limit (`limit` says how many characters)." },
+  too_many_runs: {
+    status: 429,
+    meaning: "The tenant has as many active (or queued) runs as its limit allows; `Retry-After` says when to try again.",
+  },
+  too_many_streams: {
+    status: 429,
+    meaning: "The run (or the tenant) has as many open event streams on this server as its limit allows; close one.",
+  },
+  rate_limited: { status: 429, meaning: "The tenant sent more requests than its rate allows; `Retry-After` says when to try again." },
   unsupported_media_type: { status: 415, meaning: "The body must be application/json." },
   headers_too_large: { status: 431, meaning: "The request's headers exceed the server's limit." },
   internal_error: { status: 500, meaning: "An unexpected server failure; details are in the server log only." },

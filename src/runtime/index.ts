@@ -1,4 +1,5 @@
 export { Runtime, createRuntime } from "./runtime.js";
+export { DEFAULT_RUN_LIMITS, type RunLimits } from "./run-limits.js";
 export { CancelRequestedError, conflictDetails } from "./run-errors.js";
 export { ModelFailedError } from "./model-failed-error.js";
 export { PublicationRejectedError } from "./publication-rejected-error.js";

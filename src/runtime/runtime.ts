@@ -1,3 +1,5 @@
+import { DEFAULT_RUN_LIMITS, type RunLimits } from "./run-limits.js";
+import { StreamSlots } from "./stream-slots.js";
 import { ConfigurationError, createId, systemClock, systemTimers, type Clock, type TimerHandle, type Timers, type RecoveryPolicy, type RunRecord, type ThreadRecord } from "../core/index.js";
 import { runKey } from "./run-key.js";
 import type { LiveOutput } from "./live-output.js";
@@ -76,6 +78,8 @@ export interface RuntimeOptions {
    * also bounds `close()`.
    */
   shieldTimeoutMs?: number;
+  /** What one tenant may hold at once (runs, input length, event streams); defaults in {@link DEFAULT_RUN_LIMITS}. */
+  limits?: Partial<RunLimits>;
 }
 
 /**
@@ -95,6 +99,7 @@ export class Runtime {
   readonly agents: AgentRegistry;
   readonly #clock: Clock;
   readonly #logger: Logger;
+  readonly #streamSlots: StreamSlots;
   readonly #leaseMs: number;
   readonly #role: RuntimeRole;
   readonly #cluster: Cluster | undefined;
@@ -122,6 +127,8 @@ export class Runtime {
     const observer = options.observer ?? {};
     this.workerId = options.workerId ?? `wrk_${createId("run").slice(4)}`;
     const hub = (this.hub = new EventHub({ ttlMs: options.eventTtlMs, timers }));
+    const limits: RunLimits = { ...DEFAULT_RUN_LIMITS, ...options.limits };
+    this.#streamSlots = new StreamSlots(limits);
     this.#role = options.role ?? "all";
     const cluster = (this.#cluster = options.cluster);
     if (this.#role !== "all" && !cluster) throw new ConfigurationError(`The ${this.#role} role needs a cluster (PostgreSQL).`, { setting: "role" });
@@ -192,6 +199,7 @@ export class Runtime {
       clock,
       hub,
       recoveryPolicy: options.recoveryPolicy ?? "fail",
+      limits,
       pendingCancels,
       disconnectWatch,
       isClosed: () => scheduler.isClosed,
@@ -244,7 +252,12 @@ export class Runtime {
    * been subscribed for the grace period.
    */
   attachSubscriber(tenantId: string, runId: string): () => void {
-    return this.#disconnectWatch.attach(tenantId, runId);
+    const releaseSlot = this.#streamSlots.take(tenantId, runId);
+    const detach = this.#disconnectWatch.attach(tenantId, runId);
+    return () => {
+      detach();
+      releaseSlot();
+    };
   }
 
   /** Runs being executed by this process. */

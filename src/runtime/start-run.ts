@@ -18,6 +18,7 @@ import type { PendingCancels } from "./pending-cancels.js";
 import { conflictDetails } from "./run-errors.js";
 import type { AgentRegistry } from "../agents/agent-registry.js";
 import { stoppedAt } from "./run-agent.js";
+import type { RunLimits } from "./run-limits.js";
 
 /** A request to start a run. */
 export interface StartRunRequest {
@@ -52,6 +53,7 @@ export interface StartRunContext {
   hub: EventHub;
   /** The policy of a run that names none. */
   recoveryPolicy: RecoveryPolicy;
+  limits: Pick<RunLimits, "maxActiveRunsPerTenant" | "maxQueuedRunsPerTenant" | "maxInputChars">;
   pendingCancels: PendingCancels;
   disconnectWatch: DisconnectWatch;
   isClosed(): boolean;
@@ -69,6 +71,10 @@ export async function startRun(context: StartRunContext, request: StartRunReques
   if (context.isClosed()) throw new TidemarkError("shutting_down", "The server is shutting down.");
   if (request.input === undefined && request.resumeFromCheckpointId === undefined) {
     throw new TidemarkError("invalid_request", "input is required, unless the run continues from resume_from_checkpoint_id.");
+  }
+  const maxInputChars = context.limits.maxInputChars;
+  if (request.input !== undefined && request.input.content.length > maxInputChars) {
+    throw new TidemarkError("input_too_long", `The input message is longer than ${maxInputChars} characters.`, { details: { limit: maxInputChars } });
   }
   const program = await resolveAgent(context, request);
   await context.confirmUnknownOperations(request.tenantId, request.threadId);
@@ -130,6 +136,7 @@ async function createRun(
     expectedStateVersion: request.expectedStateVersion ?? null,
     resumeFromCheckpointId: request.resumeFromCheckpointId ?? null,
     enqueue: request.multitask === "enqueue",
+    tenantRunLimits: { maxActiveRuns: context.limits.maxActiveRunsPerTenant, maxQueuedRuns: context.limits.maxQueuedRunsPerTenant },
     now: clock.now(),
   });
   switch (result.kind) {
@@ -161,6 +168,10 @@ async function createRun(
     case "run_in_progress":
       throw new TidemarkError("run_in_progress", "The thread already has an active run.", {
         details: { active_run_id: result.thread.activeRunId, current_state_version: result.thread.stateVersion },
+      });
+    case "too_many_runs":
+      throw new TidemarkError("too_many_runs", `This tenant already has ${result.limit} ${result.queue} runs; try again once some have ended.`, {
+        details: { queue: result.queue, limit: result.limit, retry_after_s: 1 },
       });
     case "operation_unconfirmed":
       throw new TidemarkError("operation_unconfirmed", "An earlier action's outcome is unknown; confirm it before starting another run.", {

@@ -15,6 +15,7 @@ import { registerOperationRoutes } from "./routes/operations.js";
 import { registerRunRoutes, type RunRouteOptions } from "./routes/runs.js";
 import { registerSystemRoutes } from "./routes/system.js";
 import { registerThreadRoutes } from "./routes/threads.js";
+import { createRateLimit, DEFAULT_RATE_LIMIT, type RateLimitOptions } from "./rate-limit.js";
 import { registerWebApp } from "./web-app.js";
 import { registerOpenAiCompat } from "./compat/openai/openai-routes.js";
 import { registerAgUiRoutes } from "./compat/ag-ui/register-ag-ui-routes.js";
@@ -28,6 +29,8 @@ export interface AppOptions extends RunRouteOptions {
   /** Largest accepted request body in bytes (default 1 MiB). */
   maxBodyBytes?: number;
   logger?: Logger;
+  /** Each tenant's request rate (default {@link DEFAULT_RATE_LIMIT}). */
+  rateLimit?: RateLimitOptions;
   /** The built web app's directory (`tidemark serve` uses `dist/web`), served at `/`; none when left out. */
   webRoot?: string;
 }
@@ -46,6 +49,9 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     },
   });
   options.metrics.trackActiveRuns(() => options.runtime.activeRunCount);
+  // Every layer's routes (the native API, OpenAI's, LangGraph's, AG-UI's), before their auth.
+  const limitRate = createRateLimit(options.apiKeys ?? new Map(), options.rateLimit ?? DEFAULT_RATE_LIMIT);
+  for (const path of ["/v1/*", "/langgraph/*", "/ag-ui", "/ag-ui/*"]) app.use(path, limitRate);
   if (options.runtime.role !== "worker") registerOpenAiCompat(app, options);
 
   app.use(

@@ -7,6 +7,8 @@ import { confirmUrl } from "./wire.js";
 
 /** A JSON error response with a stable code. */
 export function errorResponse(c: Context, code: ErrorCode, message: string, details: Record<string, unknown> = {}): Response {
+  // A refusal for load says when to come back, as a header every HTTP client knows.
+  if (typeof details.retry_after_s === "number") c.header("retry-after", String(details.retry_after_s));
   return c.json({ error: code, message, ...details }, ERROR_CODES[code].status as 400);
 }
 

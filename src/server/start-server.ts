@@ -22,8 +22,15 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+export interface ServerTimeouts {
+  /** A request's headers must arrive within this (default 10 s): a slowloris client is cut with 408. */
+  headersTimeoutMs?: number;
+  /** A request's headers and body must arrive within this (default 60 s); a response may stream for longer. */
+  requestTimeoutMs?: number;
+}
+
 /** Serves the API on `host:port` (port 0 picks a free one). */
-export async function startServer(options: AppOptions & { host: string; port: number; timers?: Timers }): Promise<RunningServer> {
+export async function startServer(options: AppOptions & ServerTimeouts & { host: string; port: number; timers?: Timers }): Promise<RunningServer> {
   const app = createApp(options);
   const live = createLiveEndpoint({ runtime: options.runtime, apiKeys: options.apiKeys ?? new Map(), logger: options.logger ?? silentLogger, timers: options.timers });
   // Requests in their handler (an SSE stream counts only until its handler hands the response over).
@@ -39,7 +46,14 @@ export async function startServer(options: AppOptions & { host: string; port: nu
     }
   };
   const server = await new Promise<Server>((resolve, reject) => {
-    const started = serve({ fetch, port: options.port, hostname: options.host }, () => resolve(started as Server));
+    const headersTimeout = options.headersTimeoutMs ?? 10_000;
+    const serverOptions = {
+      headersTimeout,
+      requestTimeout: Math.max(options.requestTimeoutMs ?? 60_000, headersTimeout),
+      // How often Node checks both: often enough that a timeout is kept within a fifth of it.
+      connectionsCheckingInterval: Math.max(50, Math.min(headersTimeout / 5, 5_000)),
+    };
+    const started = serve({ fetch, port: options.port, hostname: options.host, serverOptions }, () => resolve(started as Server));
     started.once("error", reject);
     started.on("clientError", createClientErrorHandler(options.logger ?? silentLogger));
     started.on("upgrade", live.handleUpgrade);

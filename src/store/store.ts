@@ -147,7 +147,15 @@ export interface CreateRunInput {
   resumeFromCheckpointId?: string | null;
   /** On a busy thread, wait (in order) instead of answering run_in_progress. */
   enqueue?: boolean;
+  /** The tenant's most unfinished runs, checked in the create's own transaction; no limit when absent. */
+  tenantRunLimits?: TenantRunLimits;
   now: number;
+}
+
+/** How many unfinished runs one tenant may have: running (or about to) and waiting behind another run. */
+export interface TenantRunLimits {
+  maxActiveRuns: number;
+  maxQueuedRuns: number;
 }
 
 export type CreateRunResult =
@@ -166,6 +174,8 @@ export type CreateRunResult =
    */
   | { kind: "state_version_conflict"; thread: ThreadRecord; builtOnCheckpointId: string | null }
   | { kind: "run_in_progress"; thread: ThreadRecord }
+  /** The tenant already has as many active (or waiting) runs as its limit allows. */
+  | { kind: "too_many_runs"; queue: "active" | "queued"; limit: number }
   /** Enqueued behind the active run: `isWaiting`, its input not published yet. */
   | { kind: "enqueued"; run: RunRecord; thread: ThreadRecord }
   /** An operation of the thread is `outcome_unknown`: it must be confirmed before any other run. */

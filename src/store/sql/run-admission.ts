@@ -34,10 +34,14 @@ export async function createRun(context: SqlContext, input: CreateRunInput): Pro
     if (unconfirmed.length > 0) return { kind: "operation_unconfirmed", thread, operations: unconfirmed };
     if (thread.activeRunId !== null) {
       if (!input.enqueue || input.input === null) return { kind: "run_in_progress", thread };
+      const full = await tenantAtLimit(tx, input, "queued");
+      if (full) return full;
       // It waits, its input not yet accepted: nothing of the thread changes until it is admitted.
       await insertRun(tx, input, thread.headCheckpointId, thread.stateVersion, { messageCount: 0 }, true);
       return { kind: "enqueued", run: (await tx.run(input.tenantId, input.runId))!, thread };
     }
+    const full = await tenantAtLimit(tx, input, "active");
+    if (full) return full;
     if (input.input === null) {
       // Continue from a Stop without a new message: accepting the run is still a transition, and
       // its checkpoint names the step that runs again.
@@ -209,4 +213,25 @@ export async function admitNextRun(
       stats: JSON.stringify(addStats(run.stats, { messageCount: 1 })),
     });
   });
+}
+
+/**
+ * The tenant's limit this create would pass, if it is at it: its unfinished runs, waiting
+ * (`queued`: behind another run of their thread) or not (`active`), counted in the create's own
+ * transaction (exact on SQLite's one writer; on PostgreSQL two creates at the same moment may
+ * both pass the last place).
+ */
+async function tenantAtLimit(
+  tx: SqlContext,
+  input: CreateRunInput,
+  queue: "active" | "queued",
+): Promise<Extract<CreateRunResult, { kind: "too_many_runs" }> | undefined> {
+  const limits = input.tenantRunLimits;
+  if (!limits) return undefined;
+  const limit = queue === "active" ? limits.maxActiveRuns : limits.maxQueuedRuns;
+  const row = (await tx.sql(
+    `SELECT count(*) AS count FROM runs
+     WHERE tenant_id = ? AND is_waiting = ? AND status NOT IN ('completed', 'failed', 'cancelled')`,
+  ).get(input.tenantId, queue === "queued" ? 1 : 0)) as { count: number | string } | undefined;
+  return Number(row?.count ?? 0) >= limit ? { kind: "too_many_runs", queue, limit } : undefined;
 }

@@ -240,6 +240,14 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 10,
+    name: "tenant run limits",
+    sql: `
+      -- A create counts its tenant's unfinished runs (its limits) without a scan of all its runs.
+      CREATE INDEX runs_unfinished_by_tenant ON runs (tenant_id, is_waiting) WHERE status NOT IN ('completed', 'failed', 'cancelled');
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

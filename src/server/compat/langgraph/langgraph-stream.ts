@@ -29,6 +29,8 @@ export interface LangGraphStreamOptions {
 
 /** Starts streaming to `response`; returns at once, the stream runs in the background. */
 export function streamLangGraphRun(response: ServerResponse, options: LangGraphStreamOptions): void {
+  // First: past the stream limit this throws, and the client gets its error instead of a stream.
+  const detachSubscriber = options.runtime.attachSubscriber(options.tenantId, options.run.runId);
   response.writeHead(200, {
     "content-type": "text/event-stream; charset=utf-8",
     "cache-control": "no-cache, no-transform",
@@ -44,7 +46,6 @@ export function streamLangGraphRun(response: ServerResponse, options: LangGraphS
     if (response.writableLength === 0) response.write(formatSseComment("heartbeat"));
   }, options.heartbeatMs ?? 15_000);
   heartbeat.unref();
-  const detachSubscriber = options.runtime.attachSubscriber(options.tenantId, options.run.runId);
   runInBackground(options.logger, "langgraph stream", async () => {
     let reachedEnd = false;
     try {
