@@ -94,7 +94,7 @@ describe("migration 4 (live turns)", () => {
     const runId = await runningRun(writer, "thr_old", T0);
     await writer.publishMessage({ ...publishInput(runId, "step-1", T0 + 3), complete: true });
     await writer.close();
-    await admin("ALTER TABLE messages DROP COLUMN interrupted; DELETE FROM schema_migrations WHERE version = 4;");
+    await admin("ALTER TABLE messages DROP COLUMN interrupted; DELETE FROM schema_migrations WHERE version >= 4;");
 
     const store = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 2 });
     try {

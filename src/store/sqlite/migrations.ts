@@ -245,7 +245,7 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     name: "tenant run limits",
     sql: `
       -- A create counts its tenant's unfinished runs (its limits) without a scan of all its runs.
-      CREATE INDEX runs_unfinished_by_tenant ON runs (tenant_id, is_waiting) WHERE status NOT IN ('completed', 'failed', 'cancelled');
+      CREATE INDEX IF NOT EXISTS runs_unfinished_by_tenant ON runs (tenant_id, is_waiting) WHERE status NOT IN ('completed', 'failed', 'cancelled');
     `,
   },
 ];
