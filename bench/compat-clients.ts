@@ -42,7 +42,7 @@ interface Opened {
   /** The stream's SSE messages, from its first. */
   messages: AsyncIterable<SseMessage>;
   runId: string;
-  /** The layer's Stop request: method POST, this path, no body. */
+  /** The layer's Stop request: a POST to this path with an empty JSON object. */
   stopPath: string;
   /** Whether a parsed frame is a text delta, and its type. */
   classify(event: string, data: string): { type: string; isDelta: boolean };
