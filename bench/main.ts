@@ -12,6 +12,8 @@ import { cancelLatency } from "./cancel-latency.js";
 import { checkpointCost } from "./checkpoint-cost.js";
 import { clusterCancel } from "./cluster-cancel.js";
 import { clientStream } from "./client-stream.js";
+import { compatStop } from "./compat-stop.js";
+import { compatStream } from "./compat-stream.js";
 import { clusterThroughput } from "./cluster-throughput.js";
 import { forkCost } from "./fork-cost.js";
 import { formatTable } from "./format-table.js";
@@ -29,7 +31,7 @@ import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
 import { threadRender } from "./thread-render.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveSessions];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveSessions, compatStream, compatStop];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));

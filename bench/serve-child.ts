@@ -130,12 +130,14 @@ export interface ServeOptions {
   outbox: string;
   /** Added to this process's environment (e.g. the demo model's pace). */
   env?: Record<string, string>;
+  /** Node options before the CLI's path (e.g. `--cpu-prof`, which NODE_OPTIONS refuses). */
+  nodeArgs?: readonly string[];
 }
 
 /** Starts `node dist-bench/src/cli/main.js serve …` on a free port and waits for "Tidemark serving". */
 export async function startServe(options: ServeOptions): Promise<ServeChild> {
   const port = await findFreePort();
-  const args = [CLI_PATH, "serve", "--db", options.db, "--role", options.role, "--port", String(port), "--outbox", options.outbox];
+  const args = [...(options.nodeArgs ?? []), CLI_PATH, "serve", "--db", options.db, "--role", options.role, "--port", String(port), "--outbox", options.outbox];
   if (options.schema) args.push("--schema", options.schema);
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } });
   let stdout = "";

@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { RunEventBuffer } from "../../../stream/index.js";
 import { followEvents } from "../../../stream/index.js";
+import { SseBatchWriter } from "../sse-batch-writer.js";
 import { formatAgUiFrame, type AgUiEvent } from "./ag-ui-event.js";
 import type { AgUiTranslator } from "./ag-ui-translator.js";
 
@@ -44,8 +45,9 @@ export function streamAgUiEvents(response: ServerResponse, buffer: RunEventBuffe
   // The client may have gone while the run was being created: its Stop counts all the same.
   if (response.destroyed) onClose();
 
+  const writer = new SseBatchWriter(response);
   const write = async (text: string): Promise<void> => {
-    if (response.write(text) || controller.signal.aborted) return;
+    if (writer.write(text) || controller.signal.aborted) return;
     await new Promise<void>((resolve) => {
       const done = (): void => {
         response.off("drain", done);
@@ -66,7 +68,7 @@ export function streamAgUiEvents(response: ServerResponse, buffer: RunEventBuffe
       if (translation.isFinal) {
         hasEnded = true;
         options.onFinished(translation.isInterrupt);
-        response.end();
+        writer.end();
         return;
       }
     }
@@ -74,6 +76,7 @@ export function streamAgUiEvents(response: ServerResponse, buffer: RunEventBuffe
   pump()
     .catch((error: unknown) => {
       options.onError(error);
+      writer.discard();
       response.destroy();
     })
     .finally(() => {

@@ -6,14 +6,11 @@
  */
 import type { MessageRecord, RunEvent, RunRecord } from "../../../core/index.js";
 import type { StreamMode } from "./langgraph-schemas.js";
-import { aiMessageChunk, langChainMessage } from "./langgraph-messages.js";
+import { aiMessageChunkJson, langChainMessage } from "./langgraph-messages.js";
 import { threadValues } from "./langgraph-views.js";
 
-/** One part of the stream: its SSE `event` and `data`. */
-export interface StreamPart {
-  event: string;
-  data: unknown;
-}
+/** One part of the stream: its SSE `event` and `data` (or, for a delta, its data already as JSON). */
+export type StreamPart = { event: string; data: unknown } | { event: string; json: string };
 
 /** What translating a run's events needs. */
 export interface FrameSource {
@@ -30,6 +27,8 @@ const nodeOf = (message: MessageRecord): string => (message.role === "tool" ? "t
 export class LangGraphFrames {
   readonly #source: FrameSource;
   #messages: MessageRecord[] | undefined;
+  /** `JSON.stringify(this.#tupleMetadata())`, the same for every part of the run. */
+  #tupleMetadataJson: string | undefined;
 
   constructor(source: FrameSource) {
     this.#source = source;
@@ -45,7 +44,11 @@ export class LangGraphFrames {
         if (modes.has("values")) parts.push({ event: "values", data: await this.#valuesAtStart() });
         break;
       case "message.delta":
-        if (modes.has("messages-tuple")) parts.push({ event: "messages", data: [aiMessageChunk(event.message_id, event.text), this.#tupleMetadata()] });
+        // `[aiMessageChunk, metadata]`, serialized here: it is most of a stream's parts.
+        if (modes.has("messages-tuple")) {
+          this.#tupleMetadataJson ??= JSON.stringify(this.#tupleMetadata());
+          parts.push({ event: "messages", json: `[${aiMessageChunkJson(event.message_id, event.text)},${this.#tupleMetadataJson}]` });
+        }
         break;
       case "message.published": {
         const message = await this.#message(event.message_id);
@@ -98,7 +101,7 @@ export class LangGraphFrames {
 
 /** The SSE frame of part `index` of the event with `seq`. */
 export function formatPart(part: StreamPart, seq: number, index: number): string {
-  return `id: ${seq}-${index}\nevent: ${part.event}\ndata: ${JSON.stringify(part.data)}\n\n`;
+  return `id: ${seq}-${index}\nevent: ${part.event}\ndata: ${"json" in part ? part.json : JSON.stringify(part.data)}\n\n`;
 }
 
 /** Where a client resumes: after part `index` of the event with `seq` (`-1`: from the start). */

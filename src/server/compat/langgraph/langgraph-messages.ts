@@ -36,6 +36,17 @@ export function aiMessageChunk(messageId: string, text: string): Record<string, 
   };
 }
 
+/** The fields of {@link aiMessageChunk} after `content`, as JSON (the same for every chunk). */
+const CHUNK_TAIL_JSON = ',"additional_kwargs":{},"response_metadata":{},"tool_calls":[],"tool_call_chunks":[],"invalid_tool_calls":[]}';
+
+/**
+ * `JSON.stringify(aiMessageChunk(messageId, text))`, built without the object: a run streams one
+ * per delta, and only the id and the text differ between them.
+ */
+export function aiMessageChunkJson(messageId: string, text: string): string {
+  return `{"type":"AIMessageChunk","id":${JSON.stringify(messageId)},"content":${JSON.stringify(text)}${CHUNK_TAIL_JSON}`;
+}
+
 /** The messages of the visible result a LangGraph client sees (deleted fragments are not). */
 export function visibleMessages(messages: readonly MessageRecord[], upToStateVersion = Number.POSITIVE_INFINITY): Record<string, unknown>[] {
   return messages

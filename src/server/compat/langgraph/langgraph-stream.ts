@@ -7,6 +7,7 @@ import type { ServerResponse } from "node:http";
 import { isTerminalEventType, type RunRecord } from "../../../core/index.js";
 import { runInBackground, type Logger, type Runtime } from "../../../runtime/index.js";
 import { followEvents, formatSseComment, type RunEventBuffer } from "../../../stream/index.js";
+import { SseBatchWriter } from "../sse-batch-writer.js";
 import { formatPart, LangGraphFrames, type StreamCursor } from "./langgraph-frames.js";
 import type { StreamMode } from "./langgraph-schemas.js";
 
@@ -46,21 +47,22 @@ export function streamLangGraphRun(response: ServerResponse, options: LangGraphS
     if (response.writableLength === 0) response.write(formatSseComment("heartbeat"));
   }, options.heartbeatMs ?? 15_000);
   heartbeat.unref();
+  const writer = new SseBatchWriter(response);
   runInBackground(options.logger, "langgraph stream", async () => {
     let reachedEnd = false;
     try {
-      reachedEnd = await writeParts(response, options, controller.signal);
+      reachedEnd = await writeParts(response, writer, options, controller.signal);
     } finally {
       clearInterval(heartbeat);
       response.off("close", onClientClose);
       detachSubscriber();
-      if (!response.writableEnded) response.end();
+      writer.end();
       options.onClose?.(reachedEnd);
     }
   });
 }
 
-async function writeParts(response: ServerResponse, options: LangGraphStreamOptions, signal: AbortSignal): Promise<boolean> {
+async function writeParts(response: ServerResponse, writer: SseBatchWriter, options: LangGraphStreamOptions, signal: AbortSignal): Promise<boolean> {
   const { cursor, buffer, runtime, tenantId, run } = options;
   const isWithinEvent = Number.isFinite(cursor.index);
   const afterSeq = isWithinEvent ? cursor.seq - 1 : cursor.seq;
@@ -72,7 +74,7 @@ async function writeParts(response: ServerResponse, options: LangGraphStreamOpti
     parts.forEach((part, index) => {
       if (!(isWithinEvent && event.seq === cursor.seq && index <= cursor.index)) text += formatPart(part, event.seq, index);
     });
-    if (text !== "" && !response.write(text)) await drained(response, signal);
+    if (text !== "" && !writer.write(text)) await drained(response, signal);
     if (isTerminalEventType(event.type)) return true;
   }
   return false;

@@ -4,6 +4,7 @@
  * last event; when the client goes away first, `onClientClosed` runs so the caller stops reading.
  */
 import type { ServerResponse } from "node:http";
+import { SseBatchWriter } from "../sse-batch-writer.js";
 import type { ResponseStreamEvent } from "./response-stream-events.js";
 
 /** Options for {@link writeResponseStream}. */
@@ -43,19 +44,21 @@ export async function writeResponseStream(response: ServerResponse, events: Asyn
     if (!isClosed && !response.writableNeedDrain) response.write(": keepalive\n\n");
   }, options.heartbeatMs ?? 15_000);
   heartbeat.unref();
+  const writer = new SseBatchWriter(response);
   try {
     for await (const event of events) {
       if (isClosed) return;
-      if (!response.write(formatResponseStreamFrame(event))) {
+      if (!writer.write(formatResponseStreamFrame(event))) {
         await new Promise<void>((resolve) => (wakeWriter = resolve));
         wakeWriter = undefined;
         if (isClosed) return;
       }
     }
     isClosed = true;
-    response.end();
+    writer.end();
   } catch (error) {
     // The headers are sent: a failure can only cut the stream, which the client sees as an error.
+    writer.discard();
     response.destroy();
     throw error;
   } finally {
