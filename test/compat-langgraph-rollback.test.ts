@@ -96,6 +96,11 @@ describe("rollback and command through the LangGraph SDK", () => {
       ...typesAndContents((before.values as any).messages),
       ["human", "gate: tell me a long story"],
     ]);
+    // A replay of the run's stream shows the states as they were live: the input, no answer.
+    const replay: Part[] = [];
+    for await (const part of client.runs.joinStream(thread.thread_id, runId, { lastEventId: "-1", streamMode: ["values"] }) as AsyncIterable<Part>) replay.push(part);
+    const replayed = replay.filter((part) => part.event === "values").map((part) => typesAndContents(part.data.messages));
+    expect(replayed).toEqual([[...typesAndContents((before.values as any).messages), ["human", "gate: tell me a long story"]]]);
     const native = await (await fetch(`${h.url}/v1/threads/${thread.thread_id}/history`)).json();
     expect(native.messages.map((message: any) => message.content)).not.toContain("gate: tell me a long story");
 

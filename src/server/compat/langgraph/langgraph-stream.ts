@@ -9,6 +9,7 @@ import { runInBackground, type Logger, type Runtime } from "../../../runtime/ind
 import { followEvents, formatSseComment, type RunEventBuffer } from "../../../stream/index.js";
 import { formatPart, LangGraphFrames, type StreamCursor } from "./langgraph-frames.js";
 import type { StreamMode } from "./langgraph-schemas.js";
+import { deletionVersions } from "./langgraph-views.js";
 
 /** What one SSE response streams and how. */
 export interface LangGraphStreamOptions {
@@ -64,7 +65,12 @@ async function writeParts(response: ServerResponse, options: LangGraphStreamOpti
   const isWithinEvent = Number.isFinite(cursor.index);
   const afterSeq = isWithinEvent ? cursor.seq - 1 : cursor.seq;
   if (hasEndedBy(buffer, afterSeq)) return true;
-  const frames = new LangGraphFrames({ run, modes: options.modes, loadMessages: () => runtime.store.listMessages(tenantId, run.threadId) });
+  const frames = new LangGraphFrames({
+    run,
+    modes: options.modes,
+    loadMessages: () => runtime.store.listMessages(tenantId, run.threadId),
+    loadDeletionVersions: async () => deletionVersions(await runtime.store.listCheckpoints(tenantId, run.threadId)),
+  });
   for await (const event of followEvents(buffer, afterSeq, signal)) {
     const parts = await frames.partsOf(event);
     let text = "";
