@@ -114,7 +114,7 @@ describe("the LangGraph SDK's Client against /langgraph", () => {
     expect(await statusOf(client.runs.create(thread.thread_id, "no-such-agent", { input: human("hi") }))).toBe(404);
     expect(await statusOf(client.runs.create(thread.thread_id, "chat", { input: { messages: [] } }))).toBe(422);
     expect(await statusOf(client.runs.create(thread.thread_id, "chat", { input: human("a\u0000b") }))).toBe(422);
-    expect(await statusOf(client.runs.create(thread.thread_id, "chat", { input: human("hi"), multitaskStrategy: "rollback" }))).toBe(422);
+    expect(await statusOf(client.runs.create(thread.thread_id, "chat", { input: human("hi"), multitaskStrategy: "undo" as any }))).toBe(422);
     expect(await statusOf(client.runs.create(thread.thread_id, "chat", { input: human("hi"), command: { resume: "yes" } }))).toBe(422);
     for (const body of ["{not json", JSON.stringify({ assistant_id: "chat", input: human("x"), deep: JSON.parse("[".repeat(100) + "]".repeat(100)) })]) {
       const response = await fetch(`${h.url}/langgraph/threads/${thread.thread_id}/runs`, { method: "POST", headers: { "content-type": "application/json" }, body });
@@ -174,9 +174,9 @@ describe("Stop through the LangGraph SDK", () => {
     const state = await client.threads.getState(thread.thread_id);
     expect((state.values as any).messages).toEqual([expect.objectContaining({ type: "human", content: "Tell me a long story" })]);
     expect((await client.threads.get(thread.thread_id)).status).toBe("idle");
-    // A second cancel says the same; rollback is refused (a Stop keeps the user's message).
+    // A second cancel says the same; an action that is neither interrupt nor rollback is refused.
     expect(await client.runs.cancel(thread.thread_id, runId!, true)).toMatchObject({ status: "interrupted" });
-    await expect(client.runs.cancel(thread.thread_id, runId!, true, "rollback")).rejects.toMatchObject({ status: 422 });
+    await expect(client.runs.cancel(thread.thread_id, runId!, true, "undo" as any)).rejects.toMatchObject({ status: 422 });
     // The replay holds the chunks the client saw before the Stop, but nothing was published.
     const replay = await collect(client.runs.joinStream(thread.thread_id, runId!, { lastEventId: "-1" }) as AsyncIterable<Part>);
     expect(replay.filter((part) => part.event === "updates")).toEqual([]);

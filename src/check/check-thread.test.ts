@@ -590,3 +590,65 @@ describe("checkThread on plans", () => {
     expectViolations(snapshot, expected);
   });
 });
+
+/** The clean thread after run_2's turn was taken back (LangGraph's rollback): cp_6 takes back msg_3. */
+function rolledBack(): ThreadSnapshot {
+  const snapshot = cleanSnapshot();
+  snapshot.checkpoints.push(checkpoint("cp_6", 6, "cp_5", "run_rolled_back", "run_2", "msg_3"));
+  msg(snapshot, "msg_3").publicationStatus = "deleted";
+  snapshot.thread.stateVersion = 6;
+  snapshot.thread.headCheckpointId = "cp_6";
+  return snapshot;
+}
+
+describe("checkThread: rollbacks (invariant 1)", () => {
+  it("accepts a cancelled run's input taken back by its run_rolled_back checkpoint", () => {
+    expect(checkThread(rolledBack())).toEqual([]);
+  });
+
+  it("accepts a failed run's input taken back, and a message published after the rollback", () => {
+    const snapshot = rolledBack();
+    Object.assign(rn(snapshot, "run_2"), { status: "failed", cancelStateVersion: null, cancelCheckpointId: null, cancelRequestedAt: null });
+    snapshot.checkpoints[4]!.kind = "step_completed";
+    snapshot.transitions = [...walk("run_1", "queued", "running", "completed"), ...walk("run_2", "queued", "running", "failed")];
+    snapshot.checkpoints.push(checkpoint("cp_7", 7, "cp_6", "input_accepted", "run_3", "msg_5"));
+    snapshot.messages.push(message("msg_5", 3, "user", "run_3", 7, "cp_7"));
+    snapshot.runs.push({ ...run("run_3", "queued", "cp_6", "msg_5"), stateVersion: 7 });
+    snapshot.transitions.push(...walk("run_3", "queued"));
+    Object.assign(snapshot.thread, { stateVersion: 7, headCheckpointId: "cp_7", activeRunId: "run_3" });
+    expect(checkThread(snapshot)).toEqual([]);
+  });
+
+  it("finds a run's input deleted without a rollback", () => {
+    const snapshot = cleanSnapshot();
+    msg(snapshot, "msg_3").publicationStatus = "deleted";
+    expectViolations(snapshot, [{ invariant: 1, detail: /input msg_3 of run run_2 is deleted without a run_rolled_back checkpoint/ }]);
+  });
+
+  it("finds a rollback of a completed run, and of a message that is not the run's input", () => {
+    const completed = rolledBack();
+    Object.assign(completed.checkpoints[5]!, { runId: "run_1" });
+    expectViolations(completed, [
+      { invariant: 1, detail: /input msg_3 of run run_2 is deleted without a run_rolled_back/ },
+      { invariant: 1, detail: /rolls back run run_1, which is completed/ },
+      { invariant: 1, detail: /names message msg_3, not run run_1's input/ },
+    ]);
+  });
+
+  it("finds a rollback after a later message, a second rollback, and an input still published", () => {
+    const later = rolledBack();
+    later.messages.push(message("msg_4", 3, "assistant", "run_2", 5, "cp_5"));
+    later.checkpoints[4]!.messageId = "msg_4";
+    expectViolations(later, [
+      // msg_4 is what cp_5 publishes here: the cancel boundary allows it at the cancel's version.
+      { invariant: 1, detail: /took back input msg_3 although message msg_4 \(v5\) came after it/ },
+    ]);
+    const twice = rolledBack();
+    twice.checkpoints.push(checkpoint("cp_7", 7, "cp_6", "run_rolled_back", "run_2", "msg_3"));
+    Object.assign(twice.thread, { stateVersion: 7, headCheckpointId: "cp_7" });
+    expectViolations(twice, [{ invariant: 1, detail: /rolls back run run_2 a second time/ }]);
+    const kept = rolledBack();
+    msg(kept, "msg_3").publicationStatus = "published";
+    expectViolations(kept, [{ invariant: 1, detail: /took back input msg_3, which is still published/ }]);
+  });
+});

@@ -21,6 +21,7 @@ import {
 } from "../core/index.js";
 import type { ThreadSnapshot } from "../store/index.js";
 import { checkPlans } from "./check-plans.js";
+import { checkRollbacks } from "./check-rollbacks.js";
 import { ownLineage, type ThreadLineage } from "./lineage-walker.js";
 import type { FindCheckpoint, Located, Violation } from "./violation.js";
 
@@ -35,6 +36,7 @@ export function checkThread(snapshot: ThreadSnapshot, lineage: ThreadLineage = o
   const find: FindCheckpoint = (checkpointId) => lineage.checkpoint(checkpointId);
   const found: Located[] = [
     ...checkPublication(snapshot.messages, find),
+    ...checkRollbacks(snapshot),
     ...checkOperations(snapshot.operations),
     ...checkLineage(snapshot, find),
     ...checkCancelBoundary(snapshot, find),

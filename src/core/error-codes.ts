@@ -35,6 +35,14 @@ export const ERROR_CODES = {
   fragment_already_saved: { status: 409, meaning: "A fragment of this message was already saved (or saved and deleted)." },
   thread_moved_on: { status: 409, meaning: "Another run's messages came after this run's; its fragment can no longer be saved in order." },
   message_not_deletable: { status: 409, meaning: "Only a saved fragment can be deleted, not a published message." },
+  run_not_rollbackable: {
+    status: 409,
+    meaning: "Only a run that ended cancelled or failed, with an input of its own, can be rolled back; a completed run's answer stays.",
+  },
+  rollback_conflict: {
+    status: 409,
+    meaning: "A message came after the run's input, or another run is active: history builds on the run, so it can no longer be rolled back.",
+  },
   stream_expired: { status: 410, meaning: "The run's event buffer is gone; read the thread's history." },
   fragment_out_of_range: {
     status: 422,

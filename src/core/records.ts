@@ -132,6 +132,11 @@ export type CheckpointKind =
   | "fragment_saved"
   /** A fragment was deleted (the row stays, marked deleted). */
   | "message_deleted"
+  /**
+   * A stopped run's turn was taken back (LangGraph's `rollback`): its input leaves the visible
+   * result (the row stays, marked deleted); `runId` is the run, `messageId` its input.
+   */
+  | "run_rolled_back"
   /** A branch's first checkpoint; its parent is the fork checkpoint, in the parent's lineage. */
   | "fork_created";
 

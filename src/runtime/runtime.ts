@@ -28,6 +28,7 @@ import { RunJournal } from "./run-journal.js";
 import { RunScheduler } from "./run-scheduler.js";
 import { saveTitle } from "./save-title.js";
 import { startRun, type StartRunContext, type StartRunRequest } from "./start-run.js";
+import { rollBackRun, type RollbackOutcome, type RollbackRequest } from "./roll-back-run.js";
 import { deleteMessage, forkThread, saveFragment, type ForkRequest, type SaveFragmentOutcome, type SaveFragmentRequest, type ThreadEditsContext } from "./thread-edits.js";
 
 export type { RuntimeObserver } from "./runtime-observer.js";
@@ -332,6 +333,14 @@ export class Runtime {
   /** TERMINATE: deletes the thread and cancels every run of it, atomically; undefined if not found. */
   terminateThread(tenantId: string, threadId: string): Promise<{ cancelledRunIds: string[] } | undefined> {
     return terminateThread(this.#cancel, tenantId, threadId);
+  }
+
+  /**
+   * Rollback: Stops the run (waiting up to `waitMs` until it is terminal), then takes its input
+   * back as a new version; refusals throw (`run_not_rollbackable`, `rollback_conflict`).
+   */
+  rollBackRun(request: RollbackRequest): Promise<RollbackOutcome> {
+    return rollBackRun(this.#start, request);
   }
 
   /** Saves what the client saw of a stopped answer (at `lastSeq`) as a fragment. */

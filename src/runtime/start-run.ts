@@ -17,6 +17,7 @@ import type { ChatModel } from "../core/model.js";
 import type { PendingCancels } from "./pending-cancels.js";
 import { conflictDetails } from "./run-errors.js";
 import type { AgentRegistry } from "../agents/agent-registry.js";
+import { rollBackRun } from "./roll-back-run.js";
 import { stoppedAt } from "./run-agent.js";
 import type { RunLimits } from "./run-limits.js";
 
@@ -33,9 +34,10 @@ export interface StartRunRequest {
   recoveryPolicy?: RecoveryPolicy;
   /**
    * On a busy thread: `reject` (default), `interrupt` (cancel the active run, wait until it is
-   * terminal, then start) or `enqueue` (start when the runs before it have ended, in order).
+   * terminal, then start), `rollback` (as `interrupt`, and take the stopped run's input back
+   * first, see roll-back-run.ts) or `enqueue` (start when the runs before it have ended, in order).
    */
-  multitask?: "reject" | "interrupt" | "enqueue";
+  multitask?: "reject" | "interrupt" | "rollback" | "enqueue";
   /** Continue from this checkpoint; it must be the thread's head. */
   resumeFromCheckpointId?: string;
   /** The agent to run (default `chat`; a Continue without one keeps the stopped run's agent). */
@@ -92,7 +94,8 @@ export async function startRun(context: StartRunContext, request: StartRunReques
       return await createRun(context, attempt, requestHash, program);
     } catch (error) {
       const isBusy = TidemarkError.isInstance(error) && error.code === "run_in_progress";
-      if (request.multitask !== "interrupt" || !isBusy || interrupts >= MAX_INTERRUPTS) throw error;
+      const isInterrupting = request.multitask === "interrupt" || request.multitask === "rollback";
+      if (!isInterrupting || !isBusy || interrupts >= MAX_INTERRUPTS) throw error;
       // interrupt: cancel the active run, wait until it has really stopped, then start on what it
       // left. Another interrupting create may have started its run meanwhile: interrupt that one too.
       const activeRunId = error.details.active_run_id as string;
@@ -101,7 +104,12 @@ export async function startRun(context: StartRunContext, request: StartRunReques
       if (!ended || !isTerminalStatus(ended.status)) throw error;
       // What the client built on was current before the interrupt (the store checked it); the
       // cancel it asked for moved the thread by one, so the retry builds on that version.
-      const builtOn = cancelled.kind === "accepted" ? cancelled.acceptedStateVersion : undefined;
+      let builtOn = cancelled.kind === "accepted" ? cancelled.acceptedStateVersion : undefined;
+      if (request.multitask === "rollback") {
+        // The stopped run's turn is taken back before the new one starts (one more version).
+        const rolledBack = await rollBackRun(context, { tenantId: request.tenantId, runId: activeRunId, reason: "interrupted_by_new_run", waitMs: 0 });
+        builtOn = builtOn === undefined ? undefined : rolledBack.thread.stateVersion;
+      }
       const isVersioned = attempt.expectedStateVersion !== undefined || attempt.resumeFromCheckpointId !== undefined;
       attempt = { ...attempt, resumeFromCheckpointId: undefined, expectedStateVersion: isVersioned ? (builtOn ?? attempt.expectedStateVersion) : undefined };
     }

@@ -12,6 +12,7 @@ import { registerOpenApiDocument } from "./openapi-document.js";
 import { registerAgentRoutes } from "./routes/agents.js";
 import { registerMessageRoutes } from "./routes/messages.js";
 import { registerOperationRoutes } from "./routes/operations.js";
+import { registerRollbackRoute } from "./routes/rollback.js";
 import { registerRunRoutes, type RunRouteOptions } from "./routes/runs.js";
 import { registerSystemRoutes } from "./routes/system.js";
 import { registerThreadRoutes } from "./routes/threads.js";
@@ -71,6 +72,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   if (options.runtime.role !== "worker") {
     registerThreadRoutes(app, options.runtime);
     registerRunRoutes(app, options.runtime, options.metrics, options);
+    registerRollbackRoute(app, options.runtime);
     registerOperationRoutes(app, options.runtime);
     registerMessageRoutes(app, options.runtime);
     registerAgentRoutes(app, options.runtime);

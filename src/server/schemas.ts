@@ -148,9 +148,9 @@ export const CreateRunBody = z
     run_id: z.string().max(100).optional().openapi({ description: "Name the run yourself (a `run_…` id); a repeat returns the same run." }),
     expected_state_version: z.number().int().min(0).optional(),
     on_disconnect: z.enum(["continue", "cancel"]).optional(),
-    multitask: z.enum(["reject", "interrupt", "enqueue"]).optional().openapi({
+    multitask: z.enum(["reject", "interrupt", "rollback", "enqueue"]).optional().openapi({
       description:
-        "On a busy thread: `reject` (default, 409 run_in_progress), `interrupt` (cancel the active run, wait until it is terminal, then start) or `enqueue` (start when the runs before it have ended, in order).",
+        "On a busy thread: `reject` (default, 409 run_in_progress), `interrupt` (cancel the active run, wait until it is terminal, then start), `rollback` (as interrupt, and take the stopped run's input back first) or `enqueue` (start when the runs before it have ended, in order).",
     }),
     resume_from_checkpoint_id: z.string().min(1).max(100).optional().openapi({
       description: "Continue from this checkpoint; it must be the thread's head (an older one answers 409 with a fork suggestion).",

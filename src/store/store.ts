@@ -478,6 +478,32 @@ export type DeleteMessageResult =
   /** Only a fragment may be deleted; a published message is part of the confirmed result. */
   | { kind: "not_deletable"; message: MessageRecord };
 
+export interface RollbackRunInput {
+  tenantId: string;
+  runId: string;
+  /** The checkpoint `run_rolled_back` (a transition: version + 1). */
+  checkpointId: string;
+  now: number;
+}
+
+export type RollbackRunResult =
+  /** The run's input is marked `deleted` (the row stays), with a `run_rolled_back` checkpoint; the thread moved one version. */
+  | { kind: "rolled_back"; run: RunRecord; message: MessageRecord; checkpoint: CheckpointRecord; thread: ThreadRecord }
+  /** Rolled back before: the same outcome, nothing written. */
+  | { kind: "already_rolled_back"; run: RunRecord; message: MessageRecord; checkpoint: CheckpointRecord; thread: ThreadRecord }
+  /** Unknown or foreign run, or its thread is deleted. */
+  | { kind: "run_not_found" }
+  /**
+   * Not a run whose turn can be taken back: it has not ended (`not_ended`), it completed
+   * (`completed`: its answer is the confirmed result), or it has no published input (`no_input`:
+   * a Continue, or a run cancelled while it waited).
+   */
+  | { kind: "not_rollbackable"; run: RunRecord; reason: "not_ended" | "completed" | "no_input" }
+  /** Another run of the thread is active: its turn builds on this one. */
+  | { kind: "run_in_progress"; run: RunRecord; thread: ThreadRecord }
+  /** A visible message came after the run's input (its own or another's): history built on it. */
+  | { kind: "thread_moved_on"; run: RunRecord; thread: ThreadRecord };
+
 /** The durable store behind threads, runs, checkpoints and traces. */
 export interface Store {
   createThread(input: CreateThreadInput, options?: CallOptions): Promise<ThreadRecord>;
@@ -535,6 +561,11 @@ export interface Store {
   saveFragment(input: SaveFragmentInput, options?: CallOptions): Promise<SaveFragmentResult>;
   /** Marks a fragment deleted, as a transition. */
   deleteMessage(input: DeleteMessageInput, options?: CallOptions): Promise<DeleteMessageResult>;
+  /**
+   * Takes back a stopped run's turn: marks its input `deleted`, as a transition, only while it is
+   * the thread's last visible message; a repeat returns the same outcome.
+   */
+  rollbackRun(input: RollbackRunInput, options?: CallOptions): Promise<RollbackRunResult>;
   /**
    * The terminal write: status, the run's own counts, the thread's counts, in one transaction; a
    * step still not terminal then ends too (`cancelled`, or `failed` for a run that failed while

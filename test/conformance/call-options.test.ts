@@ -39,6 +39,7 @@ const CALLS: Record<Exclude<keyof Store, "close">, (store: Store, signal: AbortS
   saveFragment: (store, signal) =>
     store.saveFragment({ tenantId: TENANT, runId: "run_a", messageId: "msg_a", checkpointId: "cp_b", content: "x", now: 1 }, { signal }),
   deleteMessage: (store, signal) => store.deleteMessage({ tenantId: TENANT, threadId: "thr_a", messageId: "msg_a", checkpointId: "cp_b", now: 1 }, { signal }),
+  rollbackRun: (store, signal) => store.rollbackRun({ tenantId: TENANT, runId: "run_a", checkpointId: "cp_b", now: 1 }, { signal }),
   finishRun: (store, signal) => store.finishRun({ tenantId: TENANT, runId: "run_a", to: "failed", from: ["running"], stats: {}, now: 1 }, { signal }),
   saveSteps: (store, signal) => store.saveSteps({ tenantId: TENANT, runId: "run_a", steps: [{ stepId: "s", status: "in_progress" }] }, { signal }),
   completeStep: (store, signal) =>

@@ -76,19 +76,26 @@ export async function readLineageMessages(
 }
 
 /**
- * An inherited message as the viewer sees it. Only a fragment's status can change after it was
- * written, and the row holds its owner's view: a delete in the owner after the fork, or in a
- * branch, is a `message_deleted` checkpoint that counts only within the viewer's lineage.
+ * An inherited message as the viewer sees it. Only a fragment's status (deleted) and a run's
+ * input's (rolled back) can change after it was written, and the row holds its owner's view: a
+ * delete in the owner after the fork, or in a branch, is a `message_deleted` checkpoint, and a
+ * rollback a `run_rolled_back` one of the owner, each counting only within the viewer's lineage.
  */
 async function asSeenFrom(sql: Sql, tenantId: string, levels: readonly LineageLevel[], message: MessageRecord): Promise<MessageRecord> {
   if (message.publicationStatus === "published") return message;
-  const deletes = await sql(
-    "SELECT thread_id, state_version FROM checkpoints WHERE tenant_id = ? AND message_id = ? AND kind = 'message_deleted'",
-  ).all(tenantId, message.messageId);
+  // A fragment is the assistant's; a user message that is not published was rolled back.
+  const wasPublished = message.role === "user";
+  const deletes = wasPublished
+    ? await sql(
+        "SELECT thread_id, state_version FROM checkpoints WHERE tenant_id = ? AND thread_id = ? AND message_id = ? AND kind = 'run_rolled_back'",
+      ).all(tenantId, message.threadId, message.messageId)
+    : await sql(
+        "SELECT thread_id, state_version FROM checkpoints WHERE tenant_id = ? AND message_id = ? AND kind = 'message_deleted'",
+      ).all(tenantId, message.messageId);
   const isDeleted = deletes.some((deleted) =>
     levels.some((level) => level.threadId === deleted.thread_id && Number(deleted.state_version) <= level.maxVersion),
   );
-  return { ...message, publicationStatus: isDeleted ? "deleted" : "fragment" };
+  return { ...message, publicationStatus: isDeleted ? "deleted" : wasPublished ? "published" : "fragment" };
 }
 
 /** `message` as the lineage's viewer sees it, or undefined when it is not in the lineage (or beyond a fork point). */

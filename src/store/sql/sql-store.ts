@@ -15,6 +15,8 @@ import type {
   DeleteThreadResult,
   DeleteMessageInput,
   DeleteMessageResult,
+  RollbackRunInput,
+  RollbackRunResult,
   FinishOperationInput,
   FinishRunInput,
   ForkThreadInput,
@@ -38,6 +40,7 @@ import type {
   TransitionRunInput,
 } from "../store.js";
 import { deleteMessage, saveFragment } from "./message-edits.js";
+import { rollbackRun } from "./run-rollback.js";
 import { SqlContext } from "./sql-context.js";
 import type { SqlDriver } from "./sql-driver.js";
 import {
@@ -189,6 +192,11 @@ export class SqlStore implements Store {
   async deleteMessage(input: DeleteMessageInput, options: CallOptions = {}): Promise<DeleteMessageResult> {
     options.signal?.throwIfAborted();
     return deleteMessage(this.#context, input);
+  }
+
+  async rollbackRun(input: RollbackRunInput, options: CallOptions = {}): Promise<RollbackRunResult> {
+    options.signal?.throwIfAborted();
+    return rollbackRun(this.#context, input);
   }
 
   async finishRun(input: FinishRunInput, options: CallOptions = {}): Promise<RunRecord | undefined> {

@@ -3,7 +3,6 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { bodyLimit } from "hono/body-limit";
 import { isTerminalStatus, TidemarkError, type RunRecord } from "../../../core/index.js";
 import { silentLogger, type Logger, type Runtime } from "../../../runtime/index.js";
-import type { RunEventBuffer } from "../../../stream/index.js";
 import type { AppEnv } from "../../app-env.js";
 import { createAuthMiddleware } from "../../auth.js";
 import { errorResponse } from "../../errors.js";
@@ -15,6 +14,7 @@ import { parseAgUiInput } from "./ag-ui-input.js";
 import { AgUiTranslator } from "./ag-ui-translator.js";
 import { readJsonBody } from "./read-json-body.js";
 import { resolveAgUiThread } from "./resolve-ag-ui-thread.js";
+import { lastInterruptSeq } from "../resume-paused-run.js";
 import { resumeAgUiRun } from "./resume-ag-ui-run.js";
 import { streamAgUiEvents } from "./stream-ag-ui-events.js";
 
@@ -123,13 +123,6 @@ export function registerAgUiRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, o
     const isTerminal = isTerminalStatus(current.status);
     return c.json({ ...runView(current), already_terminal: result.kind === "already_terminal" }, isTerminal ? 200 : 202);
   });
-}
-
-/** The seq of the run's last `run.interrupted` event in the buffer (0 when none). */
-function lastInterruptSeq(buffer: RunEventBuffer): number {
-  let seq = 0;
-  for (const event of buffer.eventsBetween(buffer.firstSeq - 1, buffer.lastSeq)) if (event.type === "run.interrupted") seq = event.seq;
-  return seq;
 }
 
 /**

@@ -18,6 +18,11 @@ export interface FrameSource {
   modes: ReadonlySet<StreamMode>;
   /** The thread's messages as they now stand (read again when a published one is not known yet). */
   loadMessages(): Promise<MessageRecord[]>;
+  /**
+   * When each deleted fragment or rolled-back input left the visible result, by message id (read
+   * only when a message is deleted), so a replay shows a state as it was when the event was live.
+   */
+  loadDeletionVersions(): Promise<ReadonlyMap<string, number>>;
 }
 
 /** The graph node an Agent Server client sees a message come from. */
@@ -29,6 +34,7 @@ export class LangGraphFrames {
   #messages: MessageRecord[] | undefined;
   /** `JSON.stringify(this.#tupleMetadata())`, the same for every part of the run. */
   #tupleMetadataJson: string | undefined;
+  #deletedAt: ReadonlyMap<string, number> = new Map();
 
   constructor(source: FrameSource) {
     this.#source = source;
@@ -57,7 +63,7 @@ export class LangGraphFrames {
           parts.push({ event: "messages", data: [langChainMessage(message), this.#tupleMetadata()] });
         }
         if (modes.has("updates") && message.role !== "user") parts.push({ event: "updates", data: { [nodeOf(message)]: { messages: [langChainMessage(message)] } } });
-        if (modes.has("values")) parts.push({ event: "values", data: threadValues(this.#messages ?? [], event.state_version) });
+        if (modes.has("values")) parts.push({ event: "values", data: threadValues(this.#messages ?? [], event.state_version, this.#deletedAt) });
         break;
       }
       case "run.interrupted": {
@@ -82,8 +88,7 @@ export class LangGraphFrames {
   async #message(messageId: string): Promise<MessageRecord | undefined> {
     let found = this.#messages?.find((message) => message.messageId === messageId);
     if (!found) {
-      this.#messages = await this.#source.loadMessages();
-      found = this.#messages.find((message) => message.messageId === messageId);
+      found = (await this.#load()).find((message) => message.messageId === messageId);
     }
     return found;
   }
@@ -91,11 +96,19 @@ export class LangGraphFrames {
   /** The values when the run started: the thread up to the run's input (or, without one, before the run). */
   async #valuesAtStart() {
     const { run } = this.#source;
-    this.#messages ??= await this.#source.loadMessages();
+    const messages = this.#messages ?? (await this.#load());
     const input = run.inputMessageId === null ? undefined : await this.#message(run.inputMessageId);
-    if (input) return threadValues(this.#messages, input.stateVersion);
-    const own = this.#messages.filter((message) => message.runId === run.runId).map((message) => message.stateVersion);
-    return threadValues(this.#messages, own.length > 0 ? Math.min(...own) - 1 : undefined);
+    if (input) return threadValues(this.#messages ?? messages, input.stateVersion, this.#deletedAt);
+    const own = messages.filter((message) => message.runId === run.runId).map((message) => message.stateVersion);
+    return threadValues(messages, own.length > 0 ? Math.min(...own) - 1 : undefined, this.#deletedAt);
+  }
+
+  /** Reads the thread's messages again (and, if any is deleted, when each left the visible result). */
+  async #load(): Promise<MessageRecord[]> {
+    const messages = await this.#source.loadMessages();
+    if (messages.some((message) => message.publicationStatus === "deleted")) this.#deletedAt = await this.#source.loadDeletionVersions();
+    this.#messages = messages;
+    return messages;
   }
 }
 

@@ -47,10 +47,19 @@ export function aiMessageChunkJson(messageId: string, text: string): string {
   return `{"type":"AIMessageChunk","id":${JSON.stringify(messageId)},"content":${JSON.stringify(text)}${CHUNK_TAIL_JSON}`;
 }
 
-/** The messages of the visible result a LangGraph client sees (deleted fragments are not). */
-export function visibleMessages(messages: readonly MessageRecord[], upToStateVersion = Number.POSITIVE_INFINITY): Record<string, unknown>[] {
+/**
+ * The messages of the visible result a LangGraph client sees at a version: those published up to
+ * it, without deleted fragments and rolled-back inputs, unless `deletedAt` says they left the
+ * result only after that version (an older state in history shows them as they were).
+ */
+export function visibleMessages(
+  messages: readonly MessageRecord[],
+  upToStateVersion = Number.POSITIVE_INFINITY,
+  deletedAt: ReadonlyMap<string, number> = new Map(),
+): Record<string, unknown>[] {
   return messages
-    .filter((message) => message.publicationStatus !== "deleted" && message.stateVersion <= upToStateVersion)
+    .filter((message) => message.stateVersion <= upToStateVersion)
+    .filter((message) => message.publicationStatus !== "deleted" || (deletedAt.get(message.messageId) ?? 0) > upToStateVersion)
     .map(langChainMessage);
 }
 

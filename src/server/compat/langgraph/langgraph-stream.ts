@@ -10,6 +10,7 @@ import { followEvents, formatSseComment, type RunEventBuffer } from "../../../st
 import { SseBatchWriter } from "../sse-batch-writer.js";
 import { formatPart, LangGraphFrames, type StreamCursor } from "./langgraph-frames.js";
 import type { StreamMode } from "./langgraph-schemas.js";
+import { deletionVersions } from "./langgraph-views.js";
 
 /** What one SSE response streams and how. */
 export interface LangGraphStreamOptions {
@@ -67,7 +68,12 @@ async function writeParts(response: ServerResponse, writer: SseBatchWriter, opti
   const isWithinEvent = Number.isFinite(cursor.index);
   const afterSeq = isWithinEvent ? cursor.seq - 1 : cursor.seq;
   if (hasEndedBy(buffer, afterSeq)) return true;
-  const frames = new LangGraphFrames({ run, modes: options.modes, loadMessages: () => runtime.store.listMessages(tenantId, run.threadId) });
+  const frames = new LangGraphFrames({
+    run,
+    modes: options.modes,
+    loadMessages: () => runtime.store.listMessages(tenantId, run.threadId),
+    loadDeletionVersions: async () => deletionVersions(await runtime.store.listCheckpoints(tenantId, run.threadId)),
+  });
   for await (const event of followEvents(buffer, afterSeq, signal)) {
     const parts = await frames.partsOf(event);
     let text = "";

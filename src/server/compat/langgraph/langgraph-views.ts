@@ -46,9 +46,20 @@ export function langGraphRun(run: RunRecord, multitaskStrategy: string | null = 
   };
 }
 
-/** The thread's values: its visible messages (at a version, for history). */
-export function threadValues(messages: readonly MessageRecord[], upToStateVersion?: number) {
-  return { messages: visibleMessages(messages, upToStateVersion) };
+/** The thread's values: its visible messages (at a version, for history: `deletedAt` from {@link deletionVersions}). */
+export function threadValues(messages: readonly MessageRecord[], upToStateVersion?: number, deletedAt?: ReadonlyMap<string, number>) {
+  return { messages: visibleMessages(messages, upToStateVersion, deletedAt) };
+}
+
+/** The version at which each deleted fragment or rolled-back input left the visible result, by message id. */
+export function deletionVersions(checkpoints: readonly CheckpointRecord[]): Map<string, number> {
+  const versions = new Map<string, number>();
+  for (const checkpoint of checkpoints) {
+    if ((checkpoint.kind === "message_deleted" || checkpoint.kind === "run_rolled_back") && checkpoint.messageId !== null) {
+      versions.set(checkpoint.messageId, checkpoint.stateVersion);
+    }
+  }
+  return versions;
 }
 
 /** A thread as the Agent Server's `Thread`, with its current values. */
@@ -69,10 +80,10 @@ function checkpointRef(threadId: string, checkpointId: string | null) {
   return { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpointId, checkpoint_map: null };
 }
 
-/** The thread's state at `checkpoint` (its values are the messages published up to its version). */
-export function langGraphState(threadId: string, checkpoint: CheckpointRecord, messages: readonly MessageRecord[]) {
+/** The thread's state at `checkpoint` (its values are the messages visible at its version). */
+export function langGraphState(threadId: string, checkpoint: CheckpointRecord, messages: readonly MessageRecord[], deletedAt?: ReadonlyMap<string, number>) {
   return {
-    values: threadValues(messages, checkpoint.stateVersion),
+    values: threadValues(messages, checkpoint.stateVersion, deletedAt),
     next: [],
     tasks: [],
     checkpoint: checkpointRef(threadId, checkpoint.checkpointId),

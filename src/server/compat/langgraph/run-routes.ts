@@ -7,6 +7,7 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { isTerminalStatus, type RunRecord } from "../../../core/index.js";
 import { runInBackground, type Logger, type Runtime } from "../../../runtime/index.js";
 import type { AppEnv } from "../../app-env.js";
+import { lastInterruptSeq } from "../resume-paused-run.js";
 import { LangGraphError } from "./langgraph-error.js";
 import { parseLastEventId, type StreamCursor } from "./langgraph-frames.js";
 import { pathIdOf, runPath } from "./langgraph-ids.js";
@@ -58,24 +59,28 @@ export function registerLangGraphRunRoutes(app: Hono<AppEnv>, runtime: Runtime, 
 
   app.post("/threads/:thread_id/runs", async function createLangGraphRun(c) {
     const body = await readJsonBody(c, RunCreateBody);
-    const run = await startLangGraphRun(runtime, c.get("tenantId"), pathIdOf(c, "thread_id", "thr"), body);
+    const { run } = await startLangGraphRun(runtime, c.get("tenantId"), pathIdOf(c, "thread_id", "thr"), body);
     c.header("Content-Location", runPath(run.threadId, run.runId));
     return c.json(langGraphRun(run, body.multitask_strategy ?? null), 200);
   });
 
   app.post("/threads/:thread_id/runs/stream", async function streamLangGraphRunHandler(c) {
     const body = await readJsonBody(c, RunCreateBody);
-    const run = await startLangGraphRun(runtime, c.get("tenantId"), pathIdOf(c, "thread_id", "thr"), body);
+    const tenantId = c.get("tenantId");
+    const { run, isResume } = await startLangGraphRun(runtime, tenantId, pathIdOf(c, "thread_id", "thr"), body);
     const path = runPath(run.threadId, run.runId);
     // The SDK reconnects (with Last-Event-ID) only when Location is present, and puts its apiUrl before it.
     const headers: Record<string, string> = { "Content-Location": path, ...(body.stream_resumable ? { Location: `${path}/stream` } : {}) };
-    return openStream(c, run, { cursor: { seq: 0, index: Number.POSITIVE_INFINITY }, modes: streamModesOf(body.stream_mode), headers });
+    // A resumed run: what came before its pause was the previous LangGraph run's stream.
+    const buffer = isResume ? await runtime.openEvents(tenantId, run, 0) : undefined;
+    const seq = buffer ? lastInterruptSeq(buffer) : 0;
+    return openStream(c, run, { cursor: { seq, index: Number.POSITIVE_INFINITY }, modes: streamModesOf(body.stream_mode), headers });
   });
 
   app.post("/threads/:thread_id/runs/wait", async function waitLangGraphRun(c) {
     const tenantId = c.get("tenantId");
     const body = await readJsonBody(c, RunCreateBody);
-    const run = await startLangGraphRun(runtime, tenantId, pathIdOf(c, "thread_id", "thr"), body);
+    const { run } = await startLangGraphRun(runtime, tenantId, pathIdOf(c, "thread_id", "thr"), body);
     // While the client waits it is the run's subscriber: with on_disconnect "cancel", leaving cancels the run.
     const detach = runtime.attachSubscriber(tenantId, run.runId);
     try {
@@ -129,7 +134,9 @@ export function registerLangGraphRunRoutes(app: Hono<AppEnv>, runtime: Runtime, 
     if (!["0", "1", "true", "false"].includes(wait)) throw new LangGraphError(422, "invalid_request", "wait must be 0, 1, true or false.");
     const run = await requireRun(c);
     if (action === "rollback") {
-      throw new LangGraphError(422, "unsupported", 'action "rollback" is not supported: a Stop keeps the user\'s message in history; use "interrupt".');
+      // Stop, wait until the run is terminal (whatever `wait` says: only then can its input go), take the input back.
+      const { run: rolledBack } = await runtime.rollBackRun({ tenantId, runId: run.runId, reason: "user_requested", waitMs: CANCEL_WAIT_MS });
+      return c.json(langGraphRun(rolledBack), 200);
     }
     const result = await runtime.cancelRun(tenantId, run.runId, "user_requested");
     let current = result.kind === "pending_creation" ? run : result.run;

@@ -7,7 +7,7 @@ import { isWellFormedId } from "../../path-id.js";
 import { LangGraphError } from "./langgraph-error.js";
 import { pathIdOf } from "./langgraph-ids.js";
 import { HistoryBody, ThreadCreateBody } from "./langgraph-schemas.js";
-import { langGraphState, langGraphThread } from "./langgraph-views.js";
+import { deletionVersions, langGraphState, langGraphThread } from "./langgraph-views.js";
 import { readJsonBody } from "./read-json-body.js";
 
 /** Registers the thread routes on the `/langgraph` app. */
@@ -65,6 +65,7 @@ export function registerLangGraphThreadRoutes(app: Hono<AppEnv>, runtime: Runtim
     if (start === 0 && before !== undefined) throw new LangGraphError(404, "checkpoint_not_found", "before names no checkpoint of this thread.");
     const messages = await runtime.store.listMessages(tenantId, thread.threadId);
     const page = checkpoints.slice(start, start + (body.limit ?? 10));
-    return c.json(page.map((checkpoint) => langGraphState(thread.threadId, checkpoint, messages)), 200);
+    const deletedAt = deletionVersions(checkpoints);
+    return c.json(page.map((checkpoint) => langGraphState(thread.threadId, checkpoint, messages, deletedAt)), 200);
   });
 }
