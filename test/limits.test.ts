@@ -53,6 +53,10 @@ describe("limits", () => {
     now += 500;
     expect((await h.api("/v1/agents", { key: "tm-key-a" })).status).toBe(200);
     expect((await h.api("/v1/agents", { key: "tm-key-a" })).status).toBe(429);
+    // Operators see the refusals by code, every layer's.
+    const metrics = String((await h.api("/metrics")).body);
+    expect(metrics).toContain('tidemark_requests_rejected_total{code="rate_limited"} 4');
+    expect(metrics).toContain('tidemark_requests_rejected_total{code="unauthorized"} 1');
   });
 
   it.each(["sqlite", "postgres"] as const)("a tenant's active and queued runs (%s): past either, 429 too_many_runs with Retry-After; a run that ends frees its place", async (storeKind) => {

@@ -8,4 +8,6 @@ export interface RuntimeObserver {
   /** `run.cancelled` was emitted, `elapsedMs` after the cancel was accepted. */
   onCancelCompleted?(run: RunRecord, elapsedMs: number): void;
   onRunEnded?(run: RunRecord, outcome: ExecutionOutcome): void;
+  /** This process took over a run whose process was lost (recovery acted on it). */
+  onRunRecovered?(run: RunRecord): void;
 }

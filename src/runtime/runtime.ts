@@ -101,6 +101,7 @@ export class Runtime {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #streamSlots: StreamSlots;
+  readonly #observer: RuntimeObserver;
   readonly #leaseMs: number;
   readonly #role: RuntimeRole;
   readonly #cluster: Cluster | undefined;
@@ -125,7 +126,7 @@ export class Runtime {
     const timers = (this.#timerSource = options.timers ?? systemTimers);
     const logger = (this.#logger = options.logger ?? silentLogger);
     const leaseMs = (this.#leaseMs = options.leaseMs ?? 15_000);
-    const observer = options.observer ?? {};
+    const observer = (this.#observer = options.observer ?? {});
     this.workerId = options.workerId ?? `wrk_${createId("run").slice(4)}`;
     const hub = (this.hub = new EventHub({ ttlMs: options.eventTtlMs, timers }));
     const limits: RunLimits = { ...DEFAULT_RUN_LIMITS, ...options.limits };
@@ -384,7 +385,10 @@ export class Runtime {
           trace: (traced, kind, data) => journal.trace(traced, kind, data),
           emitter: (ended) => journal.continuingEmitter(ended),
         });
-        if (recoveredRun) recovered++;
+        if (recoveredRun) {
+          recovered++;
+          this.#observer.onRunRecovered?.(run);
+        }
       }
       for (const { tenantId, threadId } of await this.store.listThreadsWithWaitingRuns()) await scheduler.admitNext(tenantId, threadId);
       return recovered;

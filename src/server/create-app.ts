@@ -50,6 +50,12 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     },
   });
   options.metrics.trackActiveRuns(() => options.runtime.activeRunCount);
+  // First: every error answer of every layer is counted by its code, once its handler is done.
+  app.use("*", async (c, next) => {
+    await next();
+    const code = c.get("errorCode");
+    if (code) options.metrics.requestsRejected.inc({ code });
+  });
   // Every layer's routes (the native API, OpenAI's, LangGraph's, AG-UI's), before their auth.
   const limitRate = createRateLimit(options.apiKeys ?? new Map(), options.rateLimit ?? DEFAULT_RATE_LIMIT);
   for (const path of ["/v1/*", "/langgraph/*", "/ag-ui", "/ag-ui/*"]) app.use(path, limitRate);

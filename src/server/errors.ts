@@ -3,13 +3,23 @@ import type { IncomingMessage } from "node:http";
 import { HTTPException } from "hono/http-exception";
 import { ERROR_CODES, TidemarkError, type ErrorCode } from "../core/index.js";
 import type { Logger } from "../runtime/index.js";
+import type { AppEnv } from "./app-env.js";
 import { confirmUrl } from "./wire.js";
 
 /** A JSON error response with a stable code. */
 export function errorResponse(c: Context, code: ErrorCode, message: string, details: Record<string, unknown> = {}): Response {
-  // A refusal for load says when to come back, as a header every HTTP client knows.
-  if (typeof details.retry_after_s === "number") c.header("retry-after", String(details.retry_after_s));
+  markRejected(c, code, details);
   return c.json({ error: code, message, ...details }, ERROR_CODES[code].status as 400);
+}
+
+/**
+ * What every error answer, in any layer's shape, does besides its body: it is counted by its code
+ * (`tidemark_requests_rejected_total`), and a refusal for load says when to come back, as a
+ * header every HTTP client knows.
+ */
+export function markRejected(c: Context, code: string, details: Record<string, unknown> = {}): void {
+  (c as Context<AppEnv>).set("errorCode", code);
+  if (typeof details.retry_after_s === "number") c.header("retry-after", String(details.retry_after_s));
 }
 
 /** One issue of an invalid request: where (`input.content`; empty for the body itself) and what is wrong. */

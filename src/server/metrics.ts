@@ -7,6 +7,8 @@ export interface ServerMetrics {
   observer: RuntimeObserver;
   eventsSent: Counter;
   slowSubscribers: Counter;
+  /** Error answers, by their stable code (every layer's). */
+  requestsRejected: Counter;
   /** Connects the active-runs gauge to its source. */
   trackActiveRuns(read: () => number): void;
 }
@@ -41,16 +43,29 @@ export function createServerMetrics(): ServerMetrics {
     help: "SSE subscribers cut off for falling too far behind.",
     registers: [registry],
   });
+  const requestsRejected = new Counter({
+    name: "tidemark_requests_rejected_total",
+    help: "Requests answered with an error, by its stable code (limits, bad input, conflicts, auth).",
+    labelNames: ["code"],
+    registers: [registry],
+  });
+  const recoveries = new Counter({
+    name: "tidemark_recoveries_total",
+    help: "Runs whose process was lost, taken over by this one (claimed, resumed, failed or cancelled by their policy).",
+    registers: [registry],
+  });
   return {
     registry,
     eventsSent,
     slowSubscribers,
+    requestsRejected,
     trackActiveRuns(read) {
       readActiveRuns = read;
     },
     observer: {
       onCancelCompleted: (_run, elapsedMs) => cancelLatency.observe(elapsedMs / 1000),
       onRunEnded: (_run, outcome) => runsEnded.inc({ outcome }),
+      onRunRecovered: () => recoveries.inc(),
     },
   };
 }

@@ -2,6 +2,7 @@
  * Errors of the LangGraph layer, in the Agent Server's shape: `{detail, error}` with a 4xx.
  * Tidemark's own errors keep their code and status; only the body's shape changes.
  */
+import { markRejected } from "../../errors.js";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { TidemarkError } from "../../../core/index.js";
@@ -30,6 +31,7 @@ export class LangGraphError extends Error {
 
 /** The Agent Server's error body: FastAPI's `detail`, with Tidemark's stable `error` code beside it. */
 export function langGraphErrorResponse(c: Context, status: number, code: string, detail: string, extra: Record<string, unknown> = {}): Response {
+  markRejected(c, code, extra);
   return c.json({ detail, error: code, ...extra }, status as 400);
 }
 
