@@ -42,6 +42,13 @@ export interface StartRunRequest {
   agent?: string;
   /** The agent's config, validated by its schema (a Continue without one keeps the stopped run's). */
   config?: unknown;
+  /**
+   * A system instruction for this run only: each of its model requests starts with it (after
+   * the agent's own context is built), and it is never published to the thread.
+   */
+  instructions?: string;
+  /** The client's notes about the run, stored with it and returned as given; the runtime never reads them. */
+  metadata?: Record<string, unknown>;
 }
 
 /** What starting a run needs from the runtime. */
@@ -85,6 +92,9 @@ export async function startRun(context: StartRunContext, request: StartRunReques
     resume: request.resumeFromCheckpointId ?? null,
     // Absent for the default, so a run created before agents existed hashes as it did.
     ...(request.agent !== undefined || request.config !== undefined ? { agent: request.agent ?? null, config: request.config ?? null } : {}),
+    // Likewise absent when not given: a repeat with other instructions or metadata is another request.
+    ...(request.instructions !== undefined ? { instructions: request.instructions } : {}),
+    ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
   });
   let attempt = request;
   for (let interrupts = 0; ; interrupts++) {
@@ -131,6 +141,8 @@ async function createRun(
     model: context.model.id,
     agent: program.agent,
     config: program.config,
+    instructions: request.instructions ?? null,
+    ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
     onDisconnect: request.onDisconnect ?? "continue",
     recoveryPolicy: request.recoveryPolicy ?? context.recoveryPolicy,
     expectedStateVersion: request.expectedStateVersion ?? null,
