@@ -225,6 +225,31 @@ describe("the OpenAI Responses layer, through the official client", () => {
     expect(await client.responses.retrieve(background.id)).toMatchObject({ status: "completed", instructions: null, metadata: { k: "v" } });
   });
 
+  it("a native Continue of a stopped response keeps its instructions; they are still no message of the thread", async () => {
+    const created = await client.responses.create({ model: "chat", input: "A long story please", background: true, instructions: "Answer in French." });
+    const runId = runIdOf(created.id);
+    await h.events(runId, { until: (event) => event.type === "message.delta" && event.seq >= 5 });
+    const cancel = await h.api(`/v1/runs/${runId}/cancel?wait=5000`, { method: "POST" });
+    expect(cancel.body.status).toBe("cancelled");
+    const threadId = (await h.api(`/v1/runs/${runId}`)).body.thread_id as string;
+    const requestsBefore = modelRequests.length;
+    const resumed = await h.api(`/v1/threads/${threadId}/runs`, {
+      method: "POST",
+      json: { resume_from_checkpoint_id: cancel.body.resume_checkpoint_id, expected_state_version: cancel.body.accepted_state_version },
+    });
+    expect(resumed.status).toBe(201);
+    expect((await h.events(resumed.body.run_id)).at(-1)!.type).toBe("run.completed");
+    const seen = modelRequests.slice(requestsBefore)[0]!.messages;
+    expect(seen[0]).toEqual({ role: "system", content: "Answer in French." });
+    expect(seen.slice(1).some((message) => message.content === "Answer in French.")).toBe(false);
+    expect(await client.responses.retrieve(`resp_${(resumed.body.run_id as string).slice("run_".length)}`)).toMatchObject({
+      status: "completed",
+      instructions: "Answer in French.",
+    });
+    const history = (await h.api(`/v1/threads/${threadId}/history`)).body.messages as { role: string }[];
+    expect(history.map((message) => message.role)).toEqual(["user", "assistant"]);
+  });
+
   it("an unknown or malformed response id, model or previous response is a 404 in OpenAI's shape", async () => {
     for (const id of ["resp_01jd8x0f1ae2rbv7c9ks0d8m5q", "resp_nope", "run_01jd8x0f1ae2rbv7c9ks0d8m5q"]) {
       const retrieved = await client.responses.retrieve(id).catch((error: unknown) => error);

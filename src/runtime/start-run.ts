@@ -141,7 +141,7 @@ async function createRun(
     model: context.model.id,
     agent: program.agent,
     config: program.config,
-    instructions: request.instructions ?? null,
+    instructions: program.instructions,
     ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
     onDisconnect: request.onDisconnect ?? "continue",
     recoveryPolicy: request.recoveryPolicy ?? context.recoveryPolicy,
@@ -213,25 +213,30 @@ async function applyPendingCancel(context: StartRunContext, run: RunRecord): Pro
   return (await context.store.getRun(run.tenantId, run.runId))!;
 }
 
-/** The agent a run executes and its validated config (JSON text, defaults filled in). */
+/** The agent a run executes, its validated config (JSON text, defaults filled in) and its own instructions. */
 interface RunProgram {
   agent: string;
   config: string | null;
+  instructions: string | null;
 }
 
 /**
- * The run's agent and config: as named, else (a Continue) the stopped run's, else `chat`. An
- * unknown agent is `agent_not_found`; a config its schema refuses is `invalid_config`.
+ * The run's agent, config and instructions: as named, else (a Continue) the stopped run's, else
+ * `chat`, none and none. An unknown agent is `agent_not_found`; a config its schema refuses is
+ * `invalid_config`.
  */
 async function resolveAgent(context: StartRunContext, request: StartRunRequest): Promise<RunProgram> {
-  const stopped = request.input === undefined && (request.agent === undefined || request.config === undefined) ? await stoppedRun(context, request) : undefined;
+  const isInherited = request.agent === undefined || request.config === undefined || request.instructions === undefined;
+  const stopped = request.input === undefined && isInherited ? await stoppedRun(context, request) : undefined;
+  // The stopped step runs again with the context it had, its run's own instructions included.
+  const instructions = request.instructions ?? stopped?.instructions ?? null;
   const name = request.agent ?? stopped?.agent ?? "chat";
   const agent = context.agents.get(name);
   if (!agent) throw new TidemarkError("agent_not_found", `No agent named "${name}" is deployed.`, { details: { agent: name } });
-  if (request.agent === undefined && request.config === undefined && stopped?.agent === name) return { agent: name, config: stopped.config };
+  if (request.agent === undefined && request.config === undefined && stopped?.agent === name) return { agent: name, config: stopped.config, instructions };
   const parsed = context.agents.parseConfig(agent, request.config);
   if (!parsed.ok) throw new TidemarkError("invalid_config", `The config does not match the "${name}" agent's schema.`, { details: { agent: name, issues: parsed.issues } });
-  return { agent: name, config: isEmptyConfig(parsed.config) ? null : JSON.stringify(parsed.config) };
+  return { agent: name, config: isEmptyConfig(parsed.config) ? null : JSON.stringify(parsed.config), instructions };
 }
 
 /** The run whose Stop a Continue builds on, if its checkpoint names one. */
