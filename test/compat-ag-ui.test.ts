@@ -309,6 +309,18 @@ describe("AG-UI (HttpAgent) against Tidemark", () => {
     expect((await h.tidemark.runtime.waitForTerminal(TENANT, own.body.run_id, 20_000))?.status).toBe("completed");
     expect((await h.api(`/ag-ui/runs/${"x".repeat(300)}/cancel`, { method: "POST", key: KEY })).status).toBe(404);
 
+    // An AG-UI runId names one run of the tenant: reused for another request (here another thread), a 409.
+    const reused = randomUUID();
+    const ran = await post({ ...valid, threadId: randomUUID(), runId: reused });
+    expect(ran.status).toBe(200);
+    expect(String(ran.body)).toMatch(/"type":"RUN_FINISHED"/);
+    const again = await post({ ...valid, threadId: randomUUID(), runId: reused });
+    expect({ status: again.status, error: again.body.error }).toEqual({ status: 409, error: "idempotency_key_reused" });
+    // Another tenant may use the same AG-UI runId: run ids are the tenant's own.
+    const theirs = await post({ ...valid, threadId: randomUUID(), runId: reused }, { key: OTHER_KEY });
+    expect(theirs.status).toBe(200);
+    expect(String(theirs.body)).toMatch(/"type":"RUN_FINISHED".*"outcome":\{"type":"success"\}/);
+
     // Through the client: the run fails with the server's status, nothing is started.
     const agent = createAgent();
     agent.addMessage({ id: randomUUID(), role: "user", content: "hi" });
