@@ -187,6 +187,37 @@ describe("the OpenAI Responses layer, through the official client", () => {
     expect(r5.previous_response_id).toBe(r2.id);
   });
 
+  it("a turn that slips in after the thread was read: the response branches from the one it names instead", async () => {
+    const r1 = await client.responses.create({ model: "chat", input: "Before the race" });
+    const threadId = (await h.api(`/v1/runs/${runIdOf(r1.id)}`)).body.thread_id as string;
+    // Another turn lands on r1's thread right after the layer read it (its latest message is still r1's).
+    const store = h.tidemark.runtime.store;
+    const listMessages = store.listMessages.bind(store);
+    let slipped: string | undefined;
+    store.listMessages = async (tenantId, id, options) => {
+      const messages = await listMessages(tenantId, id, options);
+      if (slipped === undefined && id === threadId && options?.limit === 1) {
+        const run = await h.startRun(threadId, "Slipped in");
+        slipped = run.run_id as string;
+        await h.events(slipped);
+      }
+      return messages;
+    };
+    let r2: OpenAI.Responses.Response;
+    try {
+      r2 = await client.responses.create({ model: "chat", input: "After the race", previous_response_id: r1.id }, { maxRetries: 0 });
+    } finally {
+      store.listMessages = listMessages;
+    }
+    expect(slipped).toBeDefined();
+    expect(r2).toMatchObject({ status: "completed", previous_response_id: r1.id });
+    const thread2 = (await h.api(`/v1/runs/${runIdOf(r2.id)}`)).body.thread_id as string;
+    expect(thread2).not.toBe(threadId);
+    const contents = ((await h.api(`/v1/threads/${thread2}/history`)).body.messages as { content: string }[]).map((message) => message.content);
+    expect(contents).toEqual(["Before the race", r1.output_text, "After the race", r2.output_text]);
+    expect(((await h.api(`/v1/threads/${threadId}/history`)).body.messages as { run_id: string }[]).at(-1)!.run_id).toBe(slipped);
+  });
+
   it("instructions lead this response's model requests only, are never published, and are returned with its metadata", async () => {
     const requestsBefore = modelRequests.length;
     const first = await client.responses.create({

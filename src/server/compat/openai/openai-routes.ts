@@ -102,18 +102,30 @@ export function registerOpenAiCompat(app: OpenAPIHono<AppEnv>, options: OpenAiCo
     const tenantId = c.get("tenantId");
     const request = parseResponseRequest(await readJson(c));
     if (!runtime.agents.get(request.model)) throw modelNotFound(request.model);
-    const { threadId, expectedStateVersion } = await conversationOf(runtime, tenantId, request);
-    const { run } = await runtime.startRun({
-      tenantId,
-      threadId,
-      input: { role: "user", content: request.content },
-      agent: request.model,
-      ...(request.instructions !== undefined ? { instructions: request.instructions } : {}),
-      ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
-      expectedStateVersion,
-      // Without background, OpenAI's response ends with its request: so does the run (after the grace period).
-      onDisconnect: request.isBackground ? "continue" : "cancel",
-    });
+    const startResponse = async () => {
+      const { threadId, expectedStateVersion } = await conversationOf(runtime, tenantId, request);
+      return runtime.startRun({
+        tenantId,
+        threadId,
+        input: { role: "user", content: request.content },
+        agent: request.model,
+        ...(request.instructions !== undefined ? { instructions: request.instructions } : {}),
+        ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
+        expectedStateVersion,
+        // Without background, OpenAI's response ends with its request: so does the run (after the grace period).
+        onDisconnect: request.isBackground ? "continue" : "cancel",
+      });
+    };
+    let run: RunRecord;
+    try {
+      ({ run } = await startResponse());
+    } catch (error) {
+      // A turn slipped in after the thread was read: the previous response is no longer its
+      // latest, so a second reading branches from it. Only once: a second conflict is the client's.
+      const isConflict = TidemarkError.isInstance(error) && error.code === "state_version_conflict";
+      if (request.previousResponseId === undefined || !isConflict) throw error;
+      ({ run } = await startResponse());
+    }
     if (request.isStream) return streamResponse(c, run, -1);
     if (request.isBackground) return c.json(await viewOf(run), 200);
     const detach = runtime.attachSubscriber(tenantId, run.runId);
@@ -174,9 +186,10 @@ async function readJson(c: Context<AppEnv>): Promise<unknown> {
 /**
  * The thread a new response goes on. Without `previous_response_id`, a new thread. With it, the
  * conversation up to that response: its thread, continued from the head when it is that thread's
- * latest response (the version it was read at is enforced, so a turn that slipped in between is a
- * 409, not built upon); else a branch forked at the checkpoint where that response ended (its last
- * transition), so the turns after it stay on their own thread, unchanged (DESIGN §9).
+ * latest response (the version it was read at is enforced, so a turn that slipped in between is
+ * refused, not built upon, and the caller reads again); else a branch forked at the checkpoint
+ * where that response ended (its last transition), so the turns after it stay on their own
+ * thread, unchanged (DESIGN §9).
  */
 async function conversationOf(runtime: Runtime, tenantId: string, request: ResponseRequest): Promise<{ threadId: string; expectedStateVersion?: number }> {
   if (request.previousResponseId === undefined) return { threadId: (await runtime.createThread(tenantId)).threadId };
