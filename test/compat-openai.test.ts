@@ -256,6 +256,18 @@ describe("the OpenAI Responses layer, through the official client", () => {
     expect(await client.responses.retrieve(background.id)).toMatchObject({ status: "completed", instructions: null, metadata: { k: "v" } });
   });
 
+  it("instructions lead every model request of a plan agent's run, before the agent's own system messages", async () => {
+    const requestsBefore = modelRequests.length;
+    const response = await client.responses.create({ model: "research", input: "Research the tides", instructions: "Cite no sources." });
+    expect(response).toMatchObject({ status: "completed", instructions: "Cite no sources." });
+    const requests = modelRequests.slice(requestsBefore);
+    expect(requests.length).toBeGreaterThan(2);
+    for (const request of requests) {
+      expect(request.messages[0]).toEqual({ role: "system", content: "Cite no sources." });
+      expect(request.messages.slice(1).filter((message) => message.content === "Cite no sources.")).toEqual([]);
+    }
+  });
+
   it("a native Continue of a stopped response keeps its instructions; they are still no message of the thread", async () => {
     const created = await client.responses.create({ model: "chat", input: "A long story please", background: true, instructions: "Answer in French." });
     const runId = runIdOf(created.id);
