@@ -145,6 +145,56 @@ describe("AG-UI (HttpAgent) against Tidemark", () => {
     gated.release();
   });
 
+  it("the explicit cancel also takes the AG-UI runId, of a thread's first run and of a later one", async () => {
+    const agent = createAgent();
+    agent.addMessage({ id: randomUUID(), role: "user", content: "A first question" });
+    const first = recorder();
+    await agent.runAgent({}, first.subscriber);
+    expect(first.events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    const { tidemark_run_id: firstRunId, tidemark_thread_id: threadId } = metadataOf(first.events);
+    const firstAgUiRunId = (first.events[0] as BaseEvent & { runId: string }).runId;
+    // A finished run: either id answers it, unchanged (too late: it completed).
+    const late = await h.api(`/ag-ui/runs/${encodeURIComponent(firstAgUiRunId)}/cancel`, { method: "POST", key: KEY });
+    expect(late.status).toBe(200);
+    expect(late.body).toMatchObject({ run_id: firstRunId, status: "completed", already_terminal: true });
+
+    // A later run of the same AG-UI thread, stopped by the client's own runId (not a UUID here).
+    const agUiRunId = `client-run-${randomUUID()}`;
+    agent.addMessage({ id: randomUUID(), role: "user", content: "gate: stop me by my AG-UI id" });
+    let cancel: Promise<{ status: number; body: any }> | undefined;
+    const { events, subscriber } = recorder({
+      onTextMessageContentEvent: () => {
+        cancel ??= h.api(`/ag-ui/runs/${encodeURIComponent(agUiRunId)}/cancel`, { method: "POST", key: KEY });
+      },
+    });
+    await agent.runAgent({ runId: agUiRunId }, subscriber);
+    const reply = await cancel!;
+    const runId = metadataOf(events).tidemark_run_id;
+    expect(metadataOf(events).tidemark_thread_id).toBe(threadId);
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ run_id: runId, status: "cancelled", already_terminal: false });
+    expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", runId: agUiRunId, outcome: { type: "cancelled" } });
+    expect((await history(threadId)).map((message) => message.role)).toEqual(["user", "assistant", "user"]);
+    // Either id answers the same terminal run after.
+    for (const id of [agUiRunId, runId]) {
+      const again = await h.api(`/ag-ui/runs/${encodeURIComponent(id)}/cancel`, { method: "POST", key: KEY });
+      expect({ status: again.status, run_id: again.body.run_id, status_of_run: again.body.status }).toEqual({ status: 200, run_id: runId, status_of_run: "cancelled" });
+    }
+    // Another tenant's AG-UI runId, an unknown one, and ids no request could carry: 404, nothing stopped.
+    for (const [id, key] of [
+      [agUiRunId, OTHER_KEY],
+      [firstAgUiRunId, OTHER_KEY],
+      [randomUUID(), KEY],
+      ["a\u0000b", KEY],
+      ["x".repeat(201), KEY],
+      [" ", KEY],
+    ] as const) {
+      const reply = await h.api(`/ag-ui/runs/${encodeURIComponent(id)}/cancel`, { method: "POST", key });
+      expect({ id: id.slice(0, 20), status: reply.status, error: reply.body.error }).toEqual({ id: id.slice(0, 20), status: 404, error: "run_not_found" });
+    }
+    gated.release();
+  });
+
   it("a tool call goes out as TOOL_CALL_START/ARGS/END and its RESULT, before the answer", async () => {
     const agent = createAgent();
     agent.addMessage({ id: randomUUID(), role: "user", content: "search for red shoes" });
@@ -258,6 +308,18 @@ describe("AG-UI (HttpAgent) against Tidemark", () => {
     expect((await h.api(`/ag-ui/runs/${own.body.run_id}/cancel`, { method: "POST", key: OTHER_KEY })).status).toBe(404);
     expect((await h.tidemark.runtime.waitForTerminal(TENANT, own.body.run_id, 20_000))?.status).toBe("completed");
     expect((await h.api(`/ag-ui/runs/${"x".repeat(300)}/cancel`, { method: "POST", key: KEY })).status).toBe(404);
+
+    // An AG-UI runId names one run of the tenant: reused for another request (here another thread), a 409.
+    const reused = randomUUID();
+    const ran = await post({ ...valid, threadId: randomUUID(), runId: reused });
+    expect(ran.status).toBe(200);
+    expect(String(ran.body)).toMatch(/"type":"RUN_FINISHED"/);
+    const again = await post({ ...valid, threadId: randomUUID(), runId: reused });
+    expect({ status: again.status, error: again.body.error }).toEqual({ status: 409, error: "idempotency_key_reused" });
+    // Another tenant may use the same AG-UI runId: run ids are the tenant's own.
+    const theirs = await post({ ...valid, threadId: randomUUID(), runId: reused }, { key: OTHER_KEY });
+    expect(theirs.status).toBe(200);
+    expect(String(theirs.body)).toMatch(/"type":"RUN_FINISHED".*"outcome":\{"type":"success"\}/);
 
     // Through the client: the run fails with the server's status, nothing is started.
     const agent = createAgent();

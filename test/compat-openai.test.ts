@@ -141,12 +141,156 @@ describe("the OpenAI Responses layer, through the official client", () => {
     expect(seen[0]!.content).toBe("My name is Ada");
     expect(seen[1]!.content).toBe(first.output_text);
     expect(seen[2]!.content).toBe("What is my name?");
-    // One thread holds both turns; an earlier response is no longer the one to continue from.
+    // One thread holds both turns.
     const run = await h.api(`/v1/runs/${runIdOf(second.id)}`);
     expect((await h.api(`/v1/runs/${runIdOf(first.id)}`)).body.thread_id).toBe(run.body.thread_id);
-    const stale = await client.responses.create({ model: "chat", input: "Again", previous_response_id: first.id }, { maxRetries: 0 }).catch((error: unknown) => error);
-    expect(stale).toBeInstanceOf(OpenAI.ConflictError);
-    expect((stale as InstanceType<typeof OpenAI.ConflictError>).param).toBe("previous_response_id");
+  });
+
+  it("previous_response_id of an earlier response continues from it, on a branch: the later turns stay out of its context and their thread is unchanged", async () => {
+    const history = async (threadId: string) =>
+      ((await h.api(`/v1/threads/${threadId}/history`)).body.messages as { role: string; content: string; run_id: string }[]).map(
+        ({ role, content, run_id }) => ({ role, content, run_id }),
+      );
+    const r1 = await client.responses.create({ model: "chat", input: "First: my name is Ada" });
+    const r2 = await client.responses.create({ model: "chat", input: "Second: I live in Lyon", previous_response_id: r1.id });
+    expect(r2.status).toBe("completed");
+    const thread2 = (await h.api(`/v1/runs/${runIdOf(r2.id)}`)).body.thread_id as string;
+    const before = await history(thread2);
+
+    const requestsBefore = modelRequests.length;
+    const r3 = await client.responses.create({ model: "chat", input: "Third: what is my name?", previous_response_id: r1.id });
+    expect(r3.status).toBe("completed");
+    expect(r3.previous_response_id).toBe(r1.id);
+    // The model saw r1's exchange and r3's input, nothing of r2's.
+    const seen = modelRequests.slice(requestsBefore).at(-1)!.messages;
+    expect(seen.map((message) => [message.role, message.content])).toEqual([
+      ["user", "First: my name is Ada"],
+      ["assistant", r1.output_text],
+      ["user", "Third: what is my name?"],
+    ]);
+    // r3 runs on a branch of r1's thread; r2's thread is exactly as it was.
+    const thread3 = (await h.api(`/v1/runs/${runIdOf(r3.id)}`)).body.thread_id as string;
+    expect(thread3).not.toBe(thread2);
+    expect((await h.api(`/v1/threads/${thread3}`)).body.forked_from).toMatchObject({ thread_id: thread2 });
+    expect(await history(thread2)).toEqual(before);
+    expect((await history(thread3)).map((message) => message.content)).toEqual([
+      "First: my name is Ada",
+      r1.output_text,
+      "Third: what is my name?",
+      r3.output_text,
+    ]);
+    // The branch goes on from r3 like any thread; r2 can still be continued on its own thread.
+    const r4 = await client.responses.create({ model: "chat", input: "Fourth", previous_response_id: r3.id });
+    expect((await h.api(`/v1/runs/${runIdOf(r4.id)}`)).body.thread_id).toBe(thread3);
+    const r5 = await client.responses.create({ model: "chat", input: "Fifth", previous_response_id: r2.id });
+    expect((await h.api(`/v1/runs/${runIdOf(r5.id)}`)).body.thread_id).toBe(thread2);
+    expect(r5.previous_response_id).toBe(r2.id);
+  });
+
+  it("a turn that slips in after the thread was read: the response branches from the one it names instead", async () => {
+    const r1 = await client.responses.create({ model: "chat", input: "Before the race" });
+    const threadId = (await h.api(`/v1/runs/${runIdOf(r1.id)}`)).body.thread_id as string;
+    // Another turn lands on r1's thread right after the layer read it (its latest message is still r1's).
+    const store = h.tidemark.runtime.store;
+    const listMessages = store.listMessages.bind(store);
+    let slipped: string | undefined;
+    store.listMessages = async (tenantId, id, options) => {
+      const messages = await listMessages(tenantId, id, options);
+      if (slipped === undefined && id === threadId && options?.limit === 1) {
+        const run = await h.startRun(threadId, "Slipped in");
+        slipped = run.run_id as string;
+        await h.events(slipped);
+      }
+      return messages;
+    };
+    let r2: OpenAI.Responses.Response;
+    try {
+      r2 = await client.responses.create({ model: "chat", input: "After the race", previous_response_id: r1.id }, { maxRetries: 0 });
+    } finally {
+      store.listMessages = listMessages;
+    }
+    expect(slipped).toBeDefined();
+    expect(r2).toMatchObject({ status: "completed", previous_response_id: r1.id });
+    const thread2 = (await h.api(`/v1/runs/${runIdOf(r2.id)}`)).body.thread_id as string;
+    expect(thread2).not.toBe(threadId);
+    const contents = ((await h.api(`/v1/threads/${thread2}/history`)).body.messages as { content: string }[]).map((message) => message.content);
+    expect(contents).toEqual(["Before the race", r1.output_text, "After the race", r2.output_text]);
+    expect(((await h.api(`/v1/threads/${threadId}/history`)).body.messages as { run_id: string }[]).at(-1)!.run_id).toBe(slipped);
+  });
+
+  it("instructions lead this response's model requests only, are never published, and are returned with its metadata", async () => {
+    const requestsBefore = modelRequests.length;
+    const first = await client.responses.create({
+      model: "chat",
+      input: "Bonjour",
+      instructions: "Answer in French.",
+      metadata: { ticket: "42", customer: "ada" },
+    });
+    expect(first).toMatchObject({ status: "completed", instructions: "Answer in French.", metadata: { ticket: "42", customer: "ada" } });
+    const seen = modelRequests.slice(requestsBefore).at(-1)!.messages;
+    expect(seen.map((message) => [message.role, message.content])).toEqual([
+      ["system", "Answer in French."],
+      ["user", "Bonjour"],
+    ]);
+    // Stored with the response: a retrieve answers the same, and so does the stream's replay.
+    const retrieved = await client.responses.retrieve(first.id);
+    expect(retrieved).toEqual(first);
+    const replayed = await client.responses.stream({ response_id: first.id }).finalResponse();
+    expect(replayed).toMatchObject({ instructions: "Answer in French.", metadata: { ticket: "42", customer: "ada" } });
+    // Never a message of the thread.
+    const threadId = (await h.api(`/v1/runs/${runIdOf(first.id)}`)).body.thread_id as string;
+    const messages = (await h.api(`/v1/threads/${threadId}/history`)).body.messages as { role: string }[];
+    expect(messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+
+    // As on OpenAI, a follow-up does not carry them over.
+    const next = await client.responses.create({ model: "chat", input: "Encore", previous_response_id: first.id });
+    expect(next).toMatchObject({ instructions: null, metadata: {} });
+    expect(modelRequests.at(-1)!.messages.map((message) => message.role)).toEqual(["user", "assistant", "user"]);
+
+    // Streamed and background creates keep them too.
+    const streamed = await client.responses.stream({ model: "chat", input: "Stream", instructions: "Be brief.", metadata: { a: "b" } }).finalResponse();
+    expect(await client.responses.retrieve(streamed.id)).toMatchObject({ instructions: "Be brief.", metadata: { a: "b" } });
+    const background = await client.responses.create({ model: "chat", input: "Later", background: true, metadata: { k: "v" } });
+    expect(background.metadata).toEqual({ k: "v" });
+    await h.events(runIdOf(background.id));
+    expect(await client.responses.retrieve(background.id)).toMatchObject({ status: "completed", instructions: null, metadata: { k: "v" } });
+  });
+
+  it("instructions lead every model request of a plan agent's run, before the agent's own system messages", async () => {
+    const requestsBefore = modelRequests.length;
+    const response = await client.responses.create({ model: "research", input: "Research the tides", instructions: "Cite no sources." });
+    expect(response).toMatchObject({ status: "completed", instructions: "Cite no sources." });
+    const requests = modelRequests.slice(requestsBefore);
+    expect(requests.length).toBeGreaterThan(2);
+    for (const request of requests) {
+      expect(request.messages[0]).toEqual({ role: "system", content: "Cite no sources." });
+      expect(request.messages.slice(1).filter((message) => message.content === "Cite no sources.")).toEqual([]);
+    }
+  });
+
+  it("a native Continue of a stopped response keeps its instructions; they are still no message of the thread", async () => {
+    const created = await client.responses.create({ model: "chat", input: "A long story please", background: true, instructions: "Answer in French." });
+    const runId = runIdOf(created.id);
+    await h.events(runId, { until: (event) => event.type === "message.delta" && event.seq >= 5 });
+    const cancel = await h.api(`/v1/runs/${runId}/cancel?wait=5000`, { method: "POST" });
+    expect(cancel.body.status).toBe("cancelled");
+    const threadId = (await h.api(`/v1/runs/${runId}`)).body.thread_id as string;
+    const requestsBefore = modelRequests.length;
+    const resumed = await h.api(`/v1/threads/${threadId}/runs`, {
+      method: "POST",
+      json: { resume_from_checkpoint_id: cancel.body.resume_checkpoint_id, expected_state_version: cancel.body.accepted_state_version },
+    });
+    expect(resumed.status).toBe(201);
+    expect((await h.events(resumed.body.run_id)).at(-1)!.type).toBe("run.completed");
+    const seen = modelRequests.slice(requestsBefore)[0]!.messages;
+    expect(seen[0]).toEqual({ role: "system", content: "Answer in French." });
+    expect(seen.slice(1).some((message) => message.content === "Answer in French.")).toBe(false);
+    expect(await client.responses.retrieve(`resp_${(resumed.body.run_id as string).slice("run_".length)}`)).toMatchObject({
+      status: "completed",
+      instructions: "Answer in French.",
+    });
+    const history = (await h.api(`/v1/threads/${threadId}/history`)).body.messages as { role: string }[];
+    expect(history.map((message) => message.role)).toEqual(["user", "assistant"]);
   });
 
   it("an unknown or malformed response id, model or previous response is a 404 in OpenAI's shape", async () => {
@@ -178,7 +322,21 @@ describe("the OpenAI Responses layer, through the official client", () => {
       [JSON.stringify({ model: "chat", input: 42 }), 400, "input"],
       [JSON.stringify({ model: "chat" }), 400, "input"],
       [JSON.stringify({ input: "hi" }), 400, "model"],
-      [JSON.stringify({ model: "chat", input: "hi", instructions: "Be brief." }), 400, "instructions"],
+      [JSON.stringify({ model: "chat", input: "hi", instructions: 42 }), 400, "instructions"],
+      [JSON.stringify({ model: "chat", input: "hi", instructions: ["Be brief."] }), 400, "instructions"],
+      [JSON.stringify({ model: "chat", input: "hi", instructions: "x".repeat(100_001) }), 400, "instructions"],
+      [JSON.stringify({ model: "chat", input: "hi", instructions: "a\u0000b" }), 400],
+      [JSON.stringify({ model: "chat", input: "hi", instructions: "x".repeat(2 * 1024 * 1024) }), 413],
+      [JSON.stringify({ model: "chat", input: "hi", metadata: "ticket" }), 400, "metadata"],
+      [JSON.stringify({ model: "chat", input: "hi", metadata: ["a"] }), 400, "metadata"],
+      [JSON.stringify({ model: "chat", input: "hi", metadata: { ticket: 42 } }), 400, "metadata.ticket"],
+      [JSON.stringify({ model: "chat", input: "hi", metadata: { nested: { a: "b" } } }), 400, "metadata.nested"],
+      [JSON.stringify({ model: "chat", input: "hi", metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"])) }), 400, "metadata"],
+      [JSON.stringify({ model: "chat", input: "hi", metadata: { ["k".repeat(65)]: "v" } }), 400],
+      [JSON.stringify({ model: "chat", input: "hi", metadata: { "": "v" } }), 400],
+      [JSON.stringify({ model: "chat", input: "hi", metadata: { ticket: "v".repeat(513) } }), 400, "metadata.ticket"],
+      [JSON.stringify({ model: "chat", input: "hi", metadata: { ticket: "a\u0000b" } }), 400],
+      [JSON.stringify({ model: "chat", input: "hi", metadata: { ["a\u0000b"]: "v" } }), 400],
       [JSON.stringify({ model: "chat", input: "a\u0000b" }), 400],
       [JSON.stringify({ model: "chat", input: "x".repeat(2 * 1024 * 1024) }), 413],
       ["[".repeat(5000) + "]".repeat(5000), 400],
@@ -235,11 +393,13 @@ describe("the OpenAI Responses layer with tenants, disconnects and an expired st
     const b = clientOf("key-b");
     const created = await a.responses.create({ model: "chat", input: "Mine", background: true, metadata: { ticket: "42" } });
     expect(created.metadata).toEqual({ ticket: "42" });
+    expect((await a.responses.retrieve(created.id)).metadata).toEqual({ ticket: "42" });
     expect(await b.responses.retrieve(created.id).catch((error: unknown) => error)).toBeInstanceOf(OpenAI.NotFoundError);
     expect(await b.responses.cancel(created.id).catch((error: unknown) => error)).toBeInstanceOf(OpenAI.NotFoundError);
     const follow = await b.responses.create({ model: "chat", input: "Theirs", previous_response_id: created.id }).catch((error: unknown) => error);
     expect(follow).toBeInstanceOf(OpenAI.NotFoundError);
     expect((await a.responses.cancel(created.id)).status).toBe("cancelled");
+    expect((await a.responses.retrieve(created.id)).metadata).toEqual({ ticket: "42" });
   });
 
   it("without background, a client that goes away mid-stream stops the run (after the grace period), publishing nothing", async () => {

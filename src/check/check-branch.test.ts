@@ -61,6 +61,8 @@ function run(runId: string, base: string, inputMessageId: string, version: numbe
     model: "demo",
     agent: "chat",
     config: null,
+    instructions: null,
+    metadata: {},
     onDisconnect: "continue",
     recoveryPolicy: "fail",
     stateVersion: version,

@@ -83,6 +83,8 @@ function run(runId: string, status: RunStatus, baseCheckpointId: string, inputMe
     model: "demo",
     agent: "chat",
     config: null,
+    instructions: null,
+    metadata: {},
     onDisconnect: "continue",
     recoveryPolicy: "fail",
     stateVersion: 0,

@@ -207,6 +207,10 @@ export interface RunRecord {
   agent: string;
   /** The run's agent config as JSON text, validated by the agent's schema; null for none. */
   config: string | null;
+  /** A system instruction for this run only: put before the context of each of its model requests, never published. */
+  instructions: string | null;
+  /** The client's own key/value notes about the run (stored, returned, never read by the runtime). */
+  metadata: Record<string, unknown>;
   onDisconnect: "continue" | "cancel";
   recoveryPolicy: RecoveryPolicy;
   /** The thread version after this run's last committed transition. */

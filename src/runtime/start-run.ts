@@ -44,6 +44,13 @@ export interface StartRunRequest {
   agent?: string;
   /** The agent's config, validated by its schema (a Continue without one keeps the stopped run's). */
   config?: unknown;
+  /**
+   * A system instruction for this run only: each of its model requests starts with it (after
+   * the agent's own context is built), and it is never published to the thread.
+   */
+  instructions?: string;
+  /** The client's notes about the run, stored with it and returned as given; the runtime never reads them. */
+  metadata?: Record<string, unknown>;
 }
 
 /** What starting a run needs from the runtime. */
@@ -87,6 +94,9 @@ export async function startRun(context: StartRunContext, request: StartRunReques
     resume: request.resumeFromCheckpointId ?? null,
     // Absent for the default, so a run created before agents existed hashes as it did.
     ...(request.agent !== undefined || request.config !== undefined ? { agent: request.agent ?? null, config: request.config ?? null } : {}),
+    // Likewise absent when not given: a repeat with other instructions or metadata is another request.
+    ...(request.instructions !== undefined ? { instructions: request.instructions } : {}),
+    ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
   });
   let attempt = request;
   for (let interrupts = 0; ; interrupts++) {
@@ -139,6 +149,8 @@ async function createRun(
     model: context.model.id,
     agent: program.agent,
     config: program.config,
+    instructions: program.instructions,
+    ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
     onDisconnect: request.onDisconnect ?? "continue",
     recoveryPolicy: request.recoveryPolicy ?? context.recoveryPolicy,
     expectedStateVersion: request.expectedStateVersion ?? null,
@@ -209,25 +221,30 @@ async function applyPendingCancel(context: StartRunContext, run: RunRecord): Pro
   return (await context.store.getRun(run.tenantId, run.runId))!;
 }
 
-/** The agent a run executes and its validated config (JSON text, defaults filled in). */
+/** The agent a run executes, its validated config (JSON text, defaults filled in) and its own instructions. */
 interface RunProgram {
   agent: string;
   config: string | null;
+  instructions: string | null;
 }
 
 /**
- * The run's agent and config: as named, else (a Continue) the stopped run's, else `chat`. An
- * unknown agent is `agent_not_found`; a config its schema refuses is `invalid_config`.
+ * The run's agent, config and instructions: as named, else (a Continue) the stopped run's, else
+ * `chat`, none and none. An unknown agent is `agent_not_found`; a config its schema refuses is
+ * `invalid_config`.
  */
 async function resolveAgent(context: StartRunContext, request: StartRunRequest): Promise<RunProgram> {
-  const stopped = request.input === undefined && (request.agent === undefined || request.config === undefined) ? await stoppedRun(context, request) : undefined;
+  const isInherited = request.agent === undefined || request.config === undefined || request.instructions === undefined;
+  const stopped = request.input === undefined && isInherited ? await stoppedRun(context, request) : undefined;
+  // The stopped step runs again with the context it had, its run's own instructions included.
+  const instructions = request.instructions ?? stopped?.instructions ?? null;
   const name = request.agent ?? stopped?.agent ?? "chat";
   const agent = context.agents.get(name);
   if (!agent) throw new TidemarkError("agent_not_found", `No agent named "${name}" is deployed.`, { details: { agent: name } });
-  if (request.agent === undefined && request.config === undefined && stopped?.agent === name) return { agent: name, config: stopped.config };
+  if (request.agent === undefined && request.config === undefined && stopped?.agent === name) return { agent: name, config: stopped.config, instructions };
   const parsed = context.agents.parseConfig(agent, request.config);
   if (!parsed.ok) throw new TidemarkError("invalid_config", `The config does not match the "${name}" agent's schema.`, { details: { agent: name, issues: parsed.issues } });
-  return { agent: name, config: isEmptyConfig(parsed.config) ? null : JSON.stringify(parsed.config) };
+  return { agent: name, config: isEmptyConfig(parsed.config) ? null : JSON.stringify(parsed.config), instructions };
 }
 
 /** The run whose Stop a Continue builds on, if its checkpoint names one. */

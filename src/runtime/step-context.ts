@@ -119,10 +119,12 @@ async function generate(
   const messageId = createId("msg");
   const parts: string[] = [];
   const toolCalls: ToolCall[] = [];
-  const meter = execution.generations.start(messages);
+  // The run's own instructions lead every request; they are the run's, not the thread's, so never published.
+  const request = run.instructions === null ? messages : [{ role: "system" as const, content: run.instructions }, ...messages];
+  const meter = execution.generations.start(request);
   const tools = offerTools ? execution.toolDefinitions : [];
   try {
-    for await (const part of execution.model.stream({ messages, ...(tools.length ? { tools } : {}) }, { signal })) {
+    for await (const part of execution.model.stream({ messages: request, ...(tools.length ? { tools } : {}) }, { signal })) {
       // Safe point between chunks: nothing reaches the stream after a cancel was accepted.
       if (signal.aborted) break;
       if (part.type === "text-delta") {

@@ -104,6 +104,8 @@ export function toRun(row: Row): RunRecord {
     model: str(row.model),
     agent: str(row.agent),
     config: strOrNull(row.config),
+    instructions: strOrNull(row.instructions),
+    metadata: row.metadata === undefined || row.metadata === null ? {} : json(row.metadata),
     onDisconnect: str(row.on_disconnect) as RunRecord["onDisconnect"],
     recoveryPolicy: str(row.recovery_policy) as RunRecord["recoveryPolicy"],
     stateVersion: num(row.state_version),

@@ -135,6 +135,10 @@ export interface CreateRunInput {
   agent?: string;
   /** The agent's config as JSON text, already validated; null or absent for none. */
   config?: string | null;
+  /** A system instruction for this run's model requests only (never published); null or absent for none. */
+  instructions?: string | null;
+  /** The client's notes about the run, stored as given; absent for none (`{}`). */
+  metadata?: Record<string, unknown>;
   onDisconnect: "continue" | "cancel";
   recoveryPolicy: RecoveryPolicy;
   /** Enforced when given: the thread must be at exactly this version. */

@@ -267,6 +267,20 @@ describe.each(adapters)("createRun ($name)", (adapter) => {
     expect((await store.getThread(TENANT, otherThread.threadId))?.stateVersion).toBe(1);
   });
 
+  it("keeps a run's instructions and metadata as given; a run without them has none", async () => {
+    const thread = await newThread();
+    const metadata = { ticket: "42", note: "é \u2028 ok" };
+    const run = await newRun(thread.threadId, { instructions: "Answer in French.", metadata });
+    expect(run).toMatchObject({ instructions: "Answer in French.", metadata });
+    expect(await store.getRun(TENANT, run.runId)).toMatchObject({ instructions: "Answer in French.", metadata });
+    // Waiting behind it: kept too, and still there once admitted.
+    const waiting = expectKind(await store.createRun(runInput(thread.threadId, { instructions: "Be brief.", metadata: { a: "b" }, enqueue: true })), "enqueued").run;
+    expect(waiting).toMatchObject({ instructions: "Be brief.", metadata: { a: "b" } });
+    const plain = await newRun((await newThread()).threadId);
+    expect(plain).toMatchObject({ instructions: null, metadata: {} });
+    expect(await store.getRun(TENANT, plain.runId)).toMatchObject({ instructions: null, metadata: {} });
+  });
+
   it("answers thread_not_found for an unknown thread", async () => {
     expect((await store.createRun(runInput("thr_missing"))).kind).toBe("thread_not_found");
   });

@@ -66,14 +66,15 @@ describe("migration 3 (agents and plan steps)", () => {
     // The schema as version 2 left it: without migration 3's columns, table and record.
     await admin(`
       DROP TABLE run_steps;
-      ALTER TABLE runs DROP COLUMN agent, DROP COLUMN config;
+      DROP INDEX runs_unfinished_by_tenant;
+      ALTER TABLE runs DROP COLUMN agent, DROP COLUMN config, DROP COLUMN instructions, DROP COLUMN metadata;
       ALTER TABLE messages DROP COLUMN label, DROP COLUMN interrupted;
       DELETE FROM schema_migrations WHERE version >= 3;
     `);
 
     const store = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 2 });
     try {
-      expect(await store.getRun(TENANT, runId)).toMatchObject({ status: "completed", agent: "chat", config: null });
+      expect(await store.getRun(TENANT, runId)).toMatchObject({ status: "completed", agent: "chat", config: null, instructions: null, metadata: {} });
       expect((await store.listMessages(TENANT, "thr_old")).map((message) => message.label)).toEqual([null, null]);
       const next = await runningRun(store, "thr_new", T0 + 10_000);
       await store.saveSteps({ tenantId: TENANT, runId: next, steps: [{ stepId: "a", status: "in_progress" }] });
@@ -94,7 +95,13 @@ describe("migration 4 (live turns)", () => {
     const runId = await runningRun(writer, "thr_old", T0);
     await writer.publishMessage({ ...publishInput(runId, "step-1", T0 + 3), complete: true });
     await writer.close();
-    await admin("ALTER TABLE messages DROP COLUMN interrupted; DELETE FROM schema_migrations WHERE version >= 4;");
+    // The schema as version 3 left it: without what migrations 4 to 6 added, and their records.
+    await admin(`
+      ALTER TABLE messages DROP COLUMN interrupted;
+      DROP INDEX runs_unfinished_by_tenant;
+      ALTER TABLE runs DROP COLUMN instructions, DROP COLUMN metadata;
+      DELETE FROM schema_migrations WHERE version >= 4;
+    `);
 
     const store = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 2 });
     try {
@@ -115,6 +122,26 @@ describe("migration 4 (live turns)", () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe("migration 6 (run instructions and metadata)", () => {
+  it("upgrades a version-5 schema in place: its runs have no instructions and empty metadata", async () => {
+    const writer = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 2 });
+    const runId = await runningRun(writer, "thr_old", T0);
+    await writer.publishMessage({ ...publishInput(runId, "step-1", T0 + 3), complete: true });
+    await writer.close();
+    await admin("ALTER TABLE runs DROP COLUMN instructions, DROP COLUMN metadata; DELETE FROM schema_migrations WHERE version = 6;");
+
+    const store = await createPostgresStore({ url: TEST_PG_URL, schema, poolSize: 2 });
+    try {
+      expect(await store.getRun(TENANT, runId)).toMatchObject({ status: "completed", instructions: null, metadata: {} });
+      expect((await checkStore(store)).violations).toEqual([]);
+    } finally {
+      await store.close();
+    }
+    const { rows } = await admin("SELECT MAX(version) AS version FROM schema_migrations");
+    expect(rows[0]).toEqual({ version: 6 });
   });
 });
 

@@ -153,9 +153,9 @@ async function insertRun(
 ): Promise<void> {
   await context.sql(
     `INSERT INTO runs (tenant_id, run_id, thread_id, status, attempt, base_checkpoint_id, input, input_message_id,
-       idempotency_key, request_hash, model, agent, config, on_disconnect, recovery_policy, state_version, stats,
-       transition_count, is_waiting, created_at)
-     VALUES (?, ?, ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+       idempotency_key, request_hash, model, agent, config, instructions, metadata, on_disconnect, recovery_policy, state_version,
+       stats, transition_count, is_waiting, created_at)
+     VALUES (?, ?, ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
   ).run(
     input.tenantId,
     input.runId,
@@ -168,6 +168,8 @@ async function insertRun(
     input.model,
     input.agent ?? "chat",
     input.config ?? null,
+    input.instructions ?? null,
+    JSON.stringify(input.metadata ?? {}),
     input.onDisconnect,
     input.recoveryPolicy,
     stateVersion,

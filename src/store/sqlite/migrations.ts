@@ -248,6 +248,16 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX IF NOT EXISTS runs_unfinished_by_tenant ON runs (tenant_id, is_waiting) WHERE status NOT IN ('completed', 'failed', 'cancelled');
     `,
   },
+  {
+    version: 11,
+    name: "run instructions and metadata",
+    sql: `
+      -- A run's own system instruction, given to each of its model requests and never published;
+      -- and the client's metadata about the run (the OpenAI layer's response metadata).
+      ALTER TABLE runs ADD COLUMN instructions TEXT;
+      ALTER TABLE runs ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

@@ -85,13 +85,16 @@ describe("migration 8 (agents and plan steps)", () => {
       ALTER TABLE runs DROP COLUMN config;
       ALTER TABLE messages DROP COLUMN label;
       ALTER TABLE messages DROP COLUMN interrupted;
+      DROP INDEX runs_unfinished_by_tenant;
+      ALTER TABLE runs DROP COLUMN instructions;
+      ALTER TABLE runs DROP COLUMN metadata;
       DELETE FROM schema_migrations WHERE version >= 8;
     `);
     db.close();
 
     const store = createSqliteStore({ path: file, checkpointIntervalMs: 0 });
     try {
-      expect(await store.getRun(TENANT, runId)).toMatchObject({ status: "completed", agent: "chat", config: null });
+      expect(await store.getRun(TENANT, runId)).toMatchObject({ status: "completed", agent: "chat", config: null, instructions: null, metadata: {} });
       expect((await store.listMessages(TENANT, "thr_old")).map((message) => message.label)).toEqual([null, null]);
       expect(await store.listRunSteps(TENANT, runId)).toEqual([]);
       // New work on the upgraded file: a run of another agent with a plan.
@@ -118,7 +121,14 @@ describe("migration 9 (live turns)", () => {
     await completedTurn(writer, "thr_old", T0);
     await writer.close();
     const db = new Database(file);
-    db.exec("ALTER TABLE messages DROP COLUMN interrupted; DELETE FROM schema_migrations WHERE version >= 9;");
+    // The file as version 8 left it: without what migrations 9 to 11 added, and their records.
+    db.exec(`
+      ALTER TABLE messages DROP COLUMN interrupted;
+      DROP INDEX runs_unfinished_by_tenant;
+      ALTER TABLE runs DROP COLUMN instructions;
+      ALTER TABLE runs DROP COLUMN metadata;
+      DELETE FROM schema_migrations WHERE version >= 9;
+    `);
     db.close();
 
     const store = createSqliteStore({ path: file, checkpointIntervalMs: 0 });
@@ -136,6 +146,45 @@ describe("migration 9 (live turns)", () => {
       });
       expect(accepted).toMatchObject({ kind: "accepted", heardMessage: { content: "Hello th", interrupted: true } });
       expect((await store.listMessages(TENANT, "thr_live")).at(-1)).toMatchObject({ messageId: "msg_heard", content: "Hello th", interrupted: true, checkpointId: "cp_heard" });
+      expect((await checkStore(store)).violations).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("migration 11 (run instructions and metadata)", () => {
+  it("upgrades a version-10 file in place: its runs have no instructions and empty metadata; new runs keep theirs", async () => {
+    const file = path.join(dir, "v10.db");
+    const writer = createSqliteStore({ path: file, checkpointIntervalMs: 0 });
+    const { runId } = await completedTurn(writer, "thr_old", T0);
+    await writer.close();
+    const db = new Database(file);
+    db.exec("ALTER TABLE runs DROP COLUMN instructions; ALTER TABLE runs DROP COLUMN metadata; DELETE FROM schema_migrations WHERE version = 11;");
+    db.close();
+
+    const store = createSqliteStore({ path: file, checkpointIntervalMs: 0 });
+    try {
+      expect(await store.getRun(TENANT, runId)).toMatchObject({ status: "completed", instructions: null, metadata: {} });
+      await store.createThread({ tenantId: TENANT, threadId: "thr_new", checkpointId: "cp_new_root", metadata: {}, now: T0 + 10_000 });
+      const created = await store.createRun({
+        tenantId: TENANT,
+        runId: "run_new",
+        threadId: "thr_new",
+        input: { role: "user", content: "hello" },
+        inputMessageId: "msg_new_input",
+        checkpointId: "cp_new_input",
+        idempotencyKey: null,
+        requestHash: "hash",
+        model: "demo",
+        instructions: "Answer in French.",
+        metadata: { ticket: "42" },
+        onDisconnect: "continue",
+        recoveryPolicy: "fail",
+        expectedStateVersion: null,
+        now: T0 + 10_001,
+      });
+      expect(created).toMatchObject({ kind: "created", run: { instructions: "Answer in French.", metadata: { ticket: "42" } } });
       expect((await checkStore(store)).violations).toEqual([]);
     } finally {
       await store.close();

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { TidemarkError } from "../../../core/index.js";
 
 /** The longest AG-UI thread or run id accepted (they are the client's own strings, often UUIDs). */
-const MAX_ID_LENGTH = 200;
+export const MAX_ID_LENGTH = 200;
 
 const ClientId = z.string().min(1).max(MAX_ID_LENGTH);
 

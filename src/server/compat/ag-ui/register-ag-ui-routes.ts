@@ -10,10 +10,11 @@ import { jsonBodyGuard } from "../../json-body-guard.js";
 import { isWellFormedId } from "../../path-id.js";
 import { runView } from "../../wire.js";
 import { createAgUiHistoryLookup } from "./ag-ui-history.js";
-import { parseAgUiInput } from "./ag-ui-input.js";
+import { agUiRunIdOf } from "./ag-ui-run-id.js";
+import { MAX_ID_LENGTH, parseAgUiInput } from "./ag-ui-input.js";
 import { AgUiTranslator } from "./ag-ui-translator.js";
 import { readJsonBody } from "./read-json-body.js";
-import { resolveAgUiThread } from "./resolve-ag-ui-thread.js";
+import { agUiRunKey, resolveAgUiThread } from "./resolve-ag-ui-thread.js";
 import { lastInterruptSeq } from "../resume-paused-run.js";
 import { resumeAgUiRun } from "./resume-ag-ui-run.js";
 import { streamAgUiEvents } from "./stream-ag-ui-events.js";
@@ -32,7 +33,8 @@ const DEFAULT_CANCEL_WAIT_MS = 30_000;
 /**
  * AG-UI (`@ag-ui/client`'s `HttpAgent`) at `POST /ag-ui`: a `RunAgentInput` starts a native run
  * with `on_disconnect: "cancel"` (AG-UI's Stop is the client aborting its request) and answers
- * with its events as AG-UI SSE. `POST /ag-ui/runs/{run_id}/cancel` is the explicit Stop.
+ * with its events as AG-UI SSE. `POST /ag-ui/runs/{run_id}/cancel` is the explicit Stop; it takes
+ * the AG-UI `runId` or Tidemark's run id.
  */
 export function registerAgUiRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, options: AgUiRouteOptions): void {
   const logger = options.logger ?? silentLogger;
@@ -69,6 +71,8 @@ export function registerAgUiRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, o
         tenantId,
         threadId: thread.threadId,
         input: { role: "user", content: request.content },
+        // Named after the client's runId, so the explicit cancel finds it by either id.
+        runId: agUiRunIdOf(request.runId),
         idempotencyKey,
         onDisconnect: "cancel",
         agent: request.agent ?? (typeof savedAgent === "string" ? savedAgent : undefined),
@@ -126,11 +130,18 @@ export function registerAgUiRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, o
 }
 
 /**
- * A run by its Tidemark id (`RUN_STARTED.metadata.tidemark_run_id`, or the `x-tidemark-run-id`
- * header); any other id, or another tenant's run, names nothing (404).
+ * The run an explicit cancel names: by its Tidemark id (`RUN_STARTED.metadata.tidemark_run_id`,
+ * or the `x-tidemark-run-id` header), or by the AG-UI `runId` of the request that started it (the
+ * run id derived from it; for a run made before ids were derived, its idempotency key). Anything
+ * else, or another tenant's run, names nothing (404).
  */
 async function findRun(runtime: Runtime, tenantId: string, id: string): Promise<RunRecord> {
-  const run = isWellFormedId(id, "run") ? await runtime.store.getRun(tenantId, id) : undefined;
+  // Longer than any id a request may carry, or with a NUL (which no store can look up): nothing.
+  if (id.length > MAX_ID_LENGTH || id.includes("\u0000")) throw new TidemarkError("run_not_found", "No such run.");
+  const run =
+    (isWellFormedId(id, "run") ? await runtime.store.getRun(tenantId, id) : undefined) ??
+    (await runtime.store.getRun(tenantId, agUiRunIdOf(id))) ??
+    (await runtime.store.findRunByIdempotencyKey(tenantId, agUiRunKey(id)));
   if (!run) throw new TidemarkError("run_not_found", "No such run.");
   return run;
 }

@@ -15,7 +15,7 @@ function threadKey(agUiThreadId: string): string {
 }
 
 /** The key of a later run, found again by its AG-UI run id. */
-function runKey(agUiRunId: string): string {
+export function agUiRunKey(agUiRunId: string): string {
   return `ag-ui:run:${agUiRunId}`;
 }
 
@@ -35,7 +35,7 @@ export async function resolveAgUiThread(
 ): Promise<AgUiThread> {
   const { threadId: agUiThreadId, runId: agUiRunId } = ids;
   if (isWellFormedId(agUiThreadId, "thr")) {
-    return { thread: await requireThread(runtime, tenantId, agUiThreadId), runKey: runKey(agUiRunId) };
+    return { thread: await requireThread(runtime, tenantId, agUiThreadId), runKey: agUiRunKey(agUiRunId) };
   }
   const firstRun = await runtime.store.findRunByIdempotencyKey(tenantId, threadKey(agUiThreadId));
   if (!firstRun) {
@@ -44,7 +44,7 @@ export async function resolveAgUiThread(
   }
   const thread = await requireThread(runtime, tenantId, firstRun.threadId);
   const isFirstRun = (thread.metadata.ag_ui as { first_run_id?: unknown } | undefined)?.first_run_id === agUiRunId;
-  return { thread, runKey: isFirstRun ? threadKey(agUiThreadId) : runKey(agUiRunId) };
+  return { thread, runKey: isFirstRun ? threadKey(agUiThreadId) : agUiRunKey(agUiRunId) };
 }
 
 async function requireThread(runtime: Runtime, tenantId: string, threadId: string): Promise<ThreadRecord> {

@@ -58,11 +58,10 @@ export function registerOpenAiCompat(app: OpenAPIHono<AppEnv>, options: OpenAiCo
     if (!run) throw new TidemarkError("run_not_found", `No response with id '${responseId}'.`, { details: { param: "response_id" } });
     return run;
   };
-  const viewOf = async (run: RunRecord, metadata?: Record<string, string>): Promise<ResponseView> =>
-    responseView(run, { messages: await runtime.store.listMessages(run.tenantId, run.threadId), metadata });
+  const viewOf = async (run: RunRecord): Promise<ResponseView> => responseView(run, { messages: await runtime.store.listMessages(run.tenantId, run.threadId) });
 
   /** Streams the run as OpenAI events from its start (events up to `startingAfter` left out). */
-  const streamResponse = async (c: Context<AppEnv>, run: RunRecord, startingAfter: number, metadata?: Record<string, string>): Promise<Response> => {
+  const streamResponse = async (c: Context<AppEnv>, run: RunRecord, startingAfter: number): Promise<Response> => {
     const buffer = await runtime.openEvents(run.tenantId, run, 0);
     // The numbering is derived from the run's events from its first: without them it cannot be kept.
     if (!buffer || buffer.firstSeq !== 1) {
@@ -72,8 +71,8 @@ export function registerOpenAiCompat(app: OpenAPIHono<AppEnv>, options: OpenAiCo
     const reading = new AbortController();
     const detach = runtime.attachSubscriber(run.tenantId, run.runId);
     const events = toResponseStreamEvents(followEvents(buffer, 0, reading.signal), {
-      initial: (status) => responseView(run, { messages, metadata, status }),
-      final: async () => viewOf((await runtime.waitForTerminal(run.tenantId, run.runId, WAIT_FOR_STOP_MS)) ?? run, metadata),
+      initial: (status) => responseView(run, { messages, status }),
+      final: async () => viewOf((await runtime.waitForTerminal(run.tenantId, run.runId, WAIT_FOR_STOP_MS)) ?? run),
     });
     runInBackground(logger, "OpenAI response stream", async () => {
       try {
@@ -103,23 +102,37 @@ export function registerOpenAiCompat(app: OpenAPIHono<AppEnv>, options: OpenAiCo
     const tenantId = c.get("tenantId");
     const request = parseResponseRequest(await readJson(c));
     if (!runtime.agents.get(request.model)) throw modelNotFound(request.model);
-    const { threadId, expectedStateVersion } = await conversationOf(runtime, tenantId, request);
-    const { run } = await runtime.startRun({
-      tenantId,
-      threadId,
-      input: { role: "user", content: request.content },
-      agent: request.model,
-      expectedStateVersion,
-      // Without background, OpenAI's response ends with its request: so does the run (after the grace period).
-      onDisconnect: request.isBackground ? "continue" : "cancel",
-    });
-    if (request.isStream) return streamResponse(c, run, -1, request.metadata);
-    if (request.isBackground) return c.json(await viewOf(run, request.metadata), 200);
+    const startResponse = async () => {
+      const { threadId, expectedStateVersion } = await conversationOf(runtime, tenantId, request);
+      return runtime.startRun({
+        tenantId,
+        threadId,
+        input: { role: "user", content: request.content },
+        agent: request.model,
+        ...(request.instructions !== undefined ? { instructions: request.instructions } : {}),
+        ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
+        expectedStateVersion,
+        // Without background, OpenAI's response ends with its request: so does the run (after the grace period).
+        onDisconnect: request.isBackground ? "continue" : "cancel",
+      });
+    };
+    let run: RunRecord;
+    try {
+      ({ run } = await startResponse());
+    } catch (error) {
+      // A turn slipped in after the thread was read: the previous response is no longer its
+      // latest, so a second reading branches from it. Only once: a second conflict is the client's.
+      const isConflict = TidemarkError.isInstance(error) && error.code === "state_version_conflict";
+      if (request.previousResponseId === undefined || !isConflict) throw error;
+      ({ run } = await startResponse());
+    }
+    if (request.isStream) return streamResponse(c, run, -1);
+    if (request.isBackground) return c.json(await viewOf(run), 200);
     const detach = runtime.attachSubscriber(tenantId, run.runId);
     c.env.outgoing.once("close", detach);
     try {
       const ended = (await runtime.waitForTerminal(tenantId, run.runId, WAIT_FOR_END_MS)) ?? run;
-      return c.json(await viewOf(ended, request.metadata), 200);
+      return c.json(await viewOf(ended), 200);
     } finally {
       detach();
     }
@@ -171,25 +184,36 @@ async function readJson(c: Context<AppEnv>): Promise<unknown> {
 }
 
 /**
- * The thread a new response goes on: with `previous_response_id`, that response's thread, which it
- * must be the latest response of (Tidemark continues a thread from its head; an earlier point is a
- * fork, in the native API); the version it was read at is enforced, so a turn that slipped in
- * between is refused, not built upon. Without it, a new thread.
+ * The thread a new response goes on. Without `previous_response_id`, a new thread. With it, the
+ * conversation up to that response: its thread, continued from the head when it is that thread's
+ * latest response (the version it was read at is enforced, so a turn that slipped in between is
+ * refused, not built upon, and the caller reads again); else a branch forked at the checkpoint
+ * where that response ended (its last transition), so the turns after it stay on their own
+ * thread, unchanged (DESIGN §9).
  */
 async function conversationOf(runtime: Runtime, tenantId: string, request: ResponseRequest): Promise<{ threadId: string; expectedStateVersion?: number }> {
   if (request.previousResponseId === undefined) return { threadId: (await runtime.createThread(tenantId)).threadId };
+  const notFound = () =>
+    new TidemarkError("run_not_found", `No response with id '${request.previousResponseId}'.`, { details: { param: "previous_response_id" } });
   const previous = await runtime.store.getRun(tenantId, runIdOf(request.previousResponseId));
   const thread = previous && (await runtime.store.getThread(tenantId, previous.threadId));
-  if (!previous || !thread || thread.status === "deleted") {
-    throw new TidemarkError("run_not_found", `No response with id '${request.previousResponseId}'.`, { details: { param: "previous_response_id" } });
-  }
+  if (!previous || !thread || thread.status === "deleted") throw notFound();
   const [last] = await runtime.store.listMessages(tenantId, thread.threadId, { limit: 1 });
-  if (last?.runId !== previous.runId) {
-    throw new TidemarkError("state_version_conflict", "previous_response_id must name the latest response of its conversation.", {
-      details: { param: "previous_response_id" },
-    });
+  if (last?.runId === previous.runId || !isTerminalStatus(previous.status)) {
+    return { threadId: thread.threadId, expectedStateVersion: thread.stateVersion };
   }
-  return { threadId: thread.threadId, expectedStateVersion: thread.stateVersion };
+  const [endedAt] = (await runtime.store.listCheckpoints(tenantId, thread.threadId, { fromVersion: previous.stateVersion })).filter(
+    (checkpoint) => checkpoint.stateVersion === previous.stateVersion,
+  );
+  if (!endedAt) throw notFound();
+  const forked = await runtime.forkThread({
+    tenantId,
+    sourceThreadId: thread.threadId,
+    fromCheckpointId: endedAt.checkpointId,
+    metadata: { openai: { previous_response_id: request.previousResponseId } },
+  });
+  if (forked.kind !== "forked") throw notFound();
+  return { threadId: forked.thread.threadId, expectedStateVersion: forked.thread.stateVersion };
 }
 
 /** `events` without those numbered up to `startingAfter`. */

@@ -2,10 +2,15 @@
  * The body of `POST /v1/responses`, read into what a Tidemark run needs. Tidemark's run input is
  * one user message, so `input` is a string or a list holding one user message (its content a
  * string or `input_text` parts). Parameters that tune a model (temperature, tools, …) are ignored:
- * the agent owns them. `instructions` is refused rather than ignored: an agent holds its own.
+ * the agent owns them. `instructions` is the run's own system instruction (the runtime puts it
+ * before each of the run's model requests; it is never published); `metadata` is stored with the
+ * run, within OpenAI's limits (16 pairs, keys up to 64 characters, values up to 512).
  */
 import { z } from "zod";
 import { TidemarkError } from "../../../core/index.js";
+
+/** The longest `instructions` (as long as the largest user message). */
+const MAX_INSTRUCTIONS_CHARS = 100_000;
 
 const TextPart = z.object({ type: z.enum(["input_text", "output_text"]), text: z.string() });
 const InputMessage = z.object({
@@ -17,11 +22,11 @@ const InputMessage = z.object({
 const CreateResponseBody = z.object({
   model: z.string().min(1).max(200),
   input: z.union([z.string(), z.array(InputMessage).length(1)]),
-  instructions: z.string().nullish(),
+  instructions: z.string().max(MAX_INSTRUCTIONS_CHARS).nullish(),
   background: z.boolean().nullish(),
   stream: z.boolean().nullish(),
   previous_response_id: z.string().max(200).nullish(),
-  metadata: z.record(z.string().max(64), z.string().max(512)).nullish(),
+  metadata: z.record(z.string().min(1).max(64), z.string().max(512)).nullish(),
 });
 
 /** A create request as a run needs it. */
@@ -33,6 +38,8 @@ export interface ResponseRequest {
   isBackground: boolean;
   isStream: boolean;
   previousResponseId: string | undefined;
+  /** The run's own system instruction; undefined for none (an empty string is none). */
+  instructions: string | undefined;
   metadata: Record<string, string> | undefined;
 }
 
@@ -48,11 +55,6 @@ export function parseResponseRequest(body: unknown): ResponseRequest {
     throw new TidemarkError("invalid_request", `Invalid ${param ?? "body"}: ${issue.message}`, { details: { param } });
   }
   const request = parsed.data;
-  if (request.instructions) {
-    throw new TidemarkError("invalid_request", "instructions are not supported: a Tidemark agent holds its own instructions.", {
-      details: { param: "instructions" },
-    });
-  }
   const metadata = request.metadata ?? undefined;
   if (metadata && Object.keys(metadata).length > 16) {
     throw new TidemarkError("invalid_request", "metadata holds at most 16 keys.", { details: { param: "metadata" } });
@@ -67,6 +69,7 @@ export function parseResponseRequest(body: unknown): ResponseRequest {
     isBackground: request.background ?? false,
     isStream: request.stream ?? false,
     previousResponseId: request.previous_response_id ?? undefined,
+    instructions: request.instructions ? request.instructions : undefined,
     metadata,
   };
 }

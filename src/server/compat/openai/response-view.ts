@@ -2,7 +2,8 @@
  * A run as an OpenAI `Response` object. Its `output` holds the run's published assistant messages
  * only: text a Stop discarded never appears, here as in history (DESIGN §4). The model is the
  * agent's name; `background` is whether the run outlives its client (`on_disconnect: continue`);
- * `previous_response_id` is the run before it on its thread.
+ * `previous_response_id` is the run before it on its thread (a branch's shared prefix included);
+ * `instructions` and `metadata` are the run's own, as the create request gave them.
  */
 import type { MessageRecord, RunRecord, RunStatus } from "../../../core/index.js";
 import { responseIdOf } from "./response-id.js";
@@ -40,12 +41,10 @@ export function outputTextView(text: string) {
   return { type: "output_text" as const, text, annotations: [], logprobs: [] };
 }
 
-/** What a view needs besides the run: its thread's messages, and the request's metadata when it was just made. */
+/** What a view needs besides the run: its thread's messages. */
 export interface ResponseViewContext {
   /** The run's thread's messages in order (as `store.listMessages` returns them). */
   messages: readonly MessageRecord[];
-  /** Echoed from the create request; not stored (a run has no metadata), so `{}` when read back. */
-  metadata?: Record<string, string>;
   /** Overrides the run's own status (a stream's first events show the response before it ran). */
   status?: ResponseStatus;
 }
@@ -68,14 +67,14 @@ export function responseView(run: RunRecord, context: ResponseViewContext) {
     background: run.onDisconnect === "continue",
     error: status === "failed" ? { code: "server_error", message: run.failureMessage ?? "The run failed." } : null,
     incomplete_details: null,
-    instructions: null,
+    instructions: run.instructions,
     max_output_tokens: null,
     model: run.agent,
     output,
     output_text: output.map((item) => item.content.map((part) => part.text).join("")).join(""),
     parallel_tool_calls: false,
     previous_response_id: previousResponseId(run, context.messages),
-    metadata: context.metadata ?? {},
+    metadata: run.metadata,
     temperature: null,
     top_p: null,
     tool_choice: "auto" as const,
