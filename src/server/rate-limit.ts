@@ -24,8 +24,9 @@ interface Bucket {
  * here as every layer's auth reads it; a request without a valid key passes on to be refused there.
  */
 export function createRateLimit(apiKeys: ReadonlyMap<string, string>, options: RateLimitOptions): MiddlewareHandler<AppEnv> {
-  // 0 turns the limit off (a deployment behind its own gateway).
-  if (options.requestsPerSecond <= 0) return async (_c, next) => next();
+  // 0 turns the limit off (a deployment behind its own gateway). Without API keys there is one
+  // local tenant on a loopback address (`npm start`): nobody to protect it from but itself.
+  if (options.requestsPerSecond <= 0 || apiKeys.size === 0) return async (_c, next) => next();
   const tenantOf = createKeyLookup(apiKeys);
   const now = options.now ?? Date.now;
   const buckets = new Map<string, Bucket>();
