@@ -193,7 +193,8 @@ export const liveVadOnset: Benchmark = {
     if (missing.length > 0) {
       const reason = `${missing.join(" and ")} missing (apt-get install chromium espeak-ng)`;
       log(`live-vad-onset: skipped, ${reason}`);
-      return { figures: [], details: { skipped: reason } };
+      // One row, so that the table says so too.
+      return { figures: [{ label: `skipped: ${reason}`, value: Number.NaN, unit: "" }], details: { skipped: reason } };
     }
     ensureWebBuilt(log);
     // Loaded here: playwright-core is a dev dependency, and only the browser benchmarks need it.
