@@ -20,6 +20,7 @@ import { formatTable } from "./format-table.js";
 import { ledgerOverhead } from "./ledger-overhead.js";
 import { liveBargeIn } from "./live-barge-in.js";
 import { liveSessions } from "./live-sessions.js";
+import { liveVadOnset } from "./live-vad-onset.js";
 import { pgCheckpointCost } from "./pg-checkpoint-cost.js";
 import { planOverhead } from "./plan-overhead.js";
 import { planStop } from "./plan-stop.js";
@@ -31,7 +32,7 @@ import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
 import { threadRender } from "./thread-render.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveSessions, compatStream, compatStop];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveVadOnset, liveSessions, compatStream, compatStop];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import type { BrowserContext } from "playwright-core";
 import { createId } from "../src/core/index.js";
 import { silentLogger } from "../src/runtime/index.js";
-import { DEFAULT_WEB_ROOT, LOCAL_TENANT } from "../src/server/index.js";
+import { LOCAL_TENANT } from "../src/server/index.js";
 import { startTidemark } from "../src/start-tidemark.js";
 import type { Store } from "../src/store/index.js";
 import { createSqliteStore } from "../src/store/sqlite/index.js";
@@ -32,6 +32,8 @@ const LOADS = 5;
 const USER_CONTENT = "Tell me a little more about how the tide turns.";
 const ANSWER_CONTENT = "The tide turns when the pull of the moon and the sun changes direction over the coast. ".repeat(5);
 const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+/** `<repository>/dist/web`, where `npm run build:web` writes the app (the server's DEFAULT_WEB_ROOT would point into dist-bench from here). */
+export const BUILT_WEB_ROOT = join(REPO_ROOT, "dist/web");
 
 /** A thread of `messages` messages (user and assistant, alternating), written through the Store API; returns its id and its last message's. */
 async function buildThread(store: Store, messages: number): Promise<{ threadId: string; lastMessageId: string }> {
@@ -107,11 +109,12 @@ async function load(context: BrowserContext, url: string, lastMessageId: string)
   }
 }
 
-function ensureWebBuilt(log: (message: string) => void): void {
-  if (existsSync(join(DEFAULT_WEB_ROOT, "index.html"))) return;
-  log(`thread-render: ${DEFAULT_WEB_ROOT} is missing; running npm run build:web`);
+/** Builds the web app into dist/web when it is missing (`npm run bench` builds only the server). */
+export function ensureWebBuilt(log: (message: string) => void): void {
+  if (existsSync(join(BUILT_WEB_ROOT, "index.html"))) return;
+  log(`${BUILT_WEB_ROOT} is missing; running npm run build:web`);
   const built = spawnSync("npm", ["run", "build:web", "--silent"], { cwd: REPO_ROOT, stdio: ["ignore", "inherit", "inherit"] });
-  if (built.status !== 0 || !existsSync(join(DEFAULT_WEB_ROOT, "index.html"))) throw new Error("npm run build:web failed; the web app is needed");
+  if (built.status !== 0 || !existsSync(join(BUILT_WEB_ROOT, "index.html"))) throw new Error("npm run build:web failed; the web app is needed");
 }
 
 /** Time until a 1,000-message thread is shown by the web app in chromium, against a 10-message one. */
@@ -134,7 +137,7 @@ export const threadRender: Benchmark = {
     } finally {
       await store.close();
     }
-    const tidemark = await startTidemark({ dbPath, port: 0, logger: silentLogger, webRoot: DEFAULT_WEB_ROOT });
+    const tidemark = await startTidemark({ dbPath, port: 0, logger: silentLogger, webRoot: BUILT_WEB_ROOT });
     const userDataDir = mkdtempSync(join(tmpdir(), "tidemark-bench-chromium-"));
     const loads: { long: Load[]; short: Load[] } = { long: [], short: [] };
     try {

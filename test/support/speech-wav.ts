@@ -24,6 +24,17 @@ export function writeSpeechWav(directory: string, name: string, text: string, op
   return path;
 }
 
+/** The samples of a 16-bit PCM WAV file's first channel, as floats in [-1, 1), and its sample rate. */
+export function readWavSamples(path: string): { rate: number; samples: Float32Array } {
+  const { format, samples } = readWav(readFileSync(path));
+  if (format.readUInt16LE(0) !== 1 || format.readUInt16LE(14) !== 16) throw new Error("not a 16-bit PCM WAV file");
+  const blockAlign = format.readUInt16LE(12);
+  const count = Math.floor(samples.length / blockAlign);
+  const floats = new Float32Array(count);
+  for (let index = 0; index < count; index++) floats[index] = samples.readInt16LE(index * blockAlign) / 32_768;
+  return { rate: format.readUInt32LE(4), samples: floats };
+}
+
 /** The `fmt ` and `data` chunks of a RIFF WAVE file (espeak-ng writes a data size it cannot know when streaming: read to the end). */
 function readWav(file: Buffer): { format: Buffer; samples: Buffer } {
   if (file.toString("ascii", 0, 4) !== "RIFF" || file.toString("ascii", 8, 12) !== "WAVE") throw new Error("not a WAV file");
