@@ -119,7 +119,7 @@ export async function stopAndReport(child: ServeChild, log: (message: string) =>
 }
 
 /** Where the built CLI is (this file runs from dist-bench/bench; the product is built beside it in dist-bench/src). */
-const CLI_PATH = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+export const CLI_PATH = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
 
 export interface ServeOptions {
   name: string;
