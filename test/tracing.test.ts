@@ -8,11 +8,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { trace } from "@opentelemetry/api";
+import { SpanStatusCode, trace } from "@opentelemetry/api";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createDemoModel, createRuntime, type ChatModel, type Runtime } from "../src/runtime/index.js";
+import { createId } from "../src/core/index.js";
+import { createDemoModel, createRuntime, ModelError, type ChatModel, type Runtime } from "../src/runtime/index.js";
 import { createSqliteStore } from "../src/store/sqlite/index.js";
 import type { Store } from "../src/store/index.js";
 import { defineTool } from "../src/tools/index.js";
@@ -182,6 +183,64 @@ describe("OpenTelemetry spans", () => {
     expect(request!.attributes["tidemark.model_request.aborted"]).toBe(true);
     const [step] = named(spans, "tidemark.step");
     expect(step!.attributes["tidemark.step.status"]).toBe("cancelled");
+    expectNoText(spans);
+  });
+
+  it("a provider failure: the request and the run have status ERROR, with the model error's kind", async () => {
+    const failing: ChatModel = {
+      id: "failing",
+      async *stream() {
+        throw new ModelError("rejected", "The model provider answered HTTP 401 (the API key is missing or was refused).", { status: 401 });
+      },
+    };
+    const { run } = await start({ model: failing });
+    expect((await runtime!.waitForTerminal(TENANT, run.runId, 10_000))?.status).toBe("failed");
+    const spans = await finishedSpans();
+
+    const [request] = named(spans, "tidemark.model_request");
+    expect(request!.status).toMatchObject({ code: SpanStatusCode.ERROR, message: expect.stringContaining("HTTP 401") });
+    expect(request!.attributes).toMatchObject({ "tidemark.error.kind": "rejected", "tidemark.error.status": 401, "tidemark.model_request.aborted": false });
+    const [runSpan] = named(spans, "tidemark.run");
+    expect(runSpan!.status.code).toBe(SpanStatusCode.ERROR);
+    expect(runSpan!.attributes).toMatchObject({ "tidemark.status": "failed", "tidemark.failure_reason": "provider_error" });
+  });
+
+  it("a recovery: one span per lost run acted on, with its action", async () => {
+    store = createSqliteStore({ path: join(dir, `run-${files++}.db`) });
+    const now = Date.now();
+    const thread = await store.createThread({ tenantId: TENANT, threadId: createId("thr"), checkpointId: createId("cp"), metadata: {}, now });
+    const created = await store.createRun({
+      tenantId: TENANT,
+      runId: createId("run"),
+      threadId: thread.threadId,
+      input: { role: "user", content: SECRET_INPUT },
+      inputMessageId: createId("msg"),
+      checkpointId: createId("cp"),
+      idempotencyKey: null,
+      requestHash: "lost",
+      model: "test",
+      onDisconnect: "continue",
+      recoveryPolicy: "fail",
+      expectedStateVersion: null,
+      now,
+    });
+    if (created.kind !== "created") throw new Error(created.kind);
+    // Claimed by a worker that died at once: its lease has lapsed.
+    await store.claimRun({ tenantId: TENANT, runId: created.run.runId, owner: "wrk_gone", leaseExpiresAt: now - 1, now: now - 1_000 });
+    runtime = createRuntime({ store, model: createDemoModel({ wordsPerSecond: 0, wordCount: 5 }) });
+    expect(await runtime.recover()).toBe(1);
+    const spans = await finishedSpans();
+
+    const [recovery] = named(spans, "tidemark.recovery");
+    expect(named(spans, "tidemark.recovery")).toHaveLength(1);
+    expect(recovery!.attributes).toMatchObject({
+      "tidemark.run_id": created.run.runId,
+      "tidemark.thread_id": thread.threadId,
+      "tidemark.tenant_id": TENANT,
+      "tidemark.status": "running",
+      "tidemark.recovery.action": "fail",
+      "tidemark.recovery.acted": true,
+    });
     expectNoText(spans);
   });
 

@@ -89,7 +89,7 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
   // takes it from an execution already registered.
   if (isClaimed || !context.active.has(key)) context.active.set(key, execution);
   let isSettled = false;
-  let ended: { outcome: string; status?: RunRecord["status"] } = { outcome: "not_claimed" };
+  let ended: { outcome: string; status?: RunRecord["status"] } = { outcome: "error" };
   const task = (async () => {
     try {
       const claimed = isClaimed
@@ -106,7 +106,6 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
       emit({ type: "run.started", run_id: run.runId, thread_id: run.threadId, attempt: claimed.attempt, status: claimed.status });
       execution.run = claimed;
       execution.tracing.claimed(claimed);
-      ended = { outcome: "error" };
       const outcome = await executeRun(execution);
       isSettled = true;
       ended = { outcome, status: STATUS_AFTER[outcome] };

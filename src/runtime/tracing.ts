@@ -66,10 +66,13 @@ export interface ModelRequestTrace {
   end(result: ModelRequestEnd): void;
 }
 
-/** The span of one run's execution in this process, and of its steps, requests, tool calls and cancel. */
+/**
+ * The span of one run's execution in this process (from its claim), and of its steps, requests,
+ * tool calls and cancel. A launch that loses the claim to another leaves no span.
+ */
 export class RunTracing {
-  readonly #span: Span;
-  readonly #run: RunRecord;
+  #span: Span | undefined;
+  #run: RunRecord;
   readonly #steps = new Map<string, Span>();
   readonly #parentSteps = new Map<string, string>();
   readonly #tools = new Map<string, Span>();
@@ -78,14 +81,14 @@ export class RunTracing {
 
   constructor(run: RunRecord) {
     this.#run = run;
-    this.#span = tracer().startSpan("tidemark.run", {
-      attributes: { ...runIds(run), "tidemark.agent": run.agent, "tidemark.attempt": run.attempt },
-    });
   }
 
-  /** The run was claimed: the attempt it executes as. */
+  /** The run was claimed, as the attempt it executes as: its span starts. */
   claimed(run: RunRecord): void {
-    this.#span.setAttribute("tidemark.attempt", run.attempt);
+    this.#run = run;
+    this.#span ??= tracer().startSpan("tidemark.run", {
+      attributes: { ...runIds(run), "tidemark.agent": run.agent, "tidemark.attempt": run.attempt },
+    });
   }
 
   /** A plan step declared under `parentStepId`: its span nests under that step's. */
@@ -173,26 +176,27 @@ export class RunTracing {
 
   /** The run failed: its reason and message (both safe to show) on the run's span. */
   failed(run: RunRecord): void {
-    if (run.failureReason) this.#span.setAttribute("tidemark.failure_reason", run.failureReason);
-    this.#span.setStatus({ code: SpanStatusCode.ERROR, message: run.failureMessage ?? undefined });
+    if (run.failureReason) this.#span?.setAttribute("tidemark.failure_reason", run.failureReason);
+    this.#span?.setStatus({ code: SpanStatusCode.ERROR, message: run.failureMessage ?? undefined });
   }
 
   /** Ends the run's span (and its cancel's, at its terminal moment). */
   end(outcome: string, status: RunStatus | undefined): void {
     if (this.#isEnded) return;
     this.#isEnded = true;
-    this.#span.setAttribute("tidemark.outcome", outcome);
-    if (status) this.#span.setAttribute("tidemark.status", status);
     this.#cancel?.terminal(status ?? outcome);
     this.#cancel = undefined;
     // Whatever the plan left open (a step cut by a drain, say) still ends.
     for (const span of [...this.#tools.values(), ...this.#steps.values()]) span.end();
+    if (!this.#span) return;
+    this.#span.setAttribute("tidemark.outcome", outcome);
+    if (status) this.#span.setAttribute("tidemark.status", status);
     this.#span.end();
   }
 
-  /** The span a cancel of this run nests under; the run's end closes the cancel it adopted. */
+  /** The span a cancel of this run nests under (none before the claim); the run's end closes the cancel it adopted. */
   adoptCancel(cancel: CancelTrace): Span | undefined {
-    if (this.#isEnded) return undefined;
+    if (this.#isEnded || !this.#span) return undefined;
     this.#cancel ??= cancel;
     return this.#span;
   }
