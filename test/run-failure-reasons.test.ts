@@ -9,8 +9,10 @@ import type { Logger } from "../src/runtime/index.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 describe("a run whose model is not set up", () => {
-  const warnings: { data: Record<string, unknown>; message: string }[] = [];
-  const logger: Logger = { info: () => {}, warn: (data, message) => warnings.push({ data, message }), error: () => {} };
+  // Every line, at every level: a failure logged twice (or at another level too) shows here.
+  const lines: { level: string; data: Record<string, unknown>; message: string }[] = [];
+  const record = (level: string) => (data: Record<string, unknown>, message: string) => lines.push({ level, data, message });
+  const logger: Logger = { info: record("info"), warn: record("warn"), error: record("error") };
   let h: Harness;
   const previousKey = process.env.OPENAI_API_KEY;
   beforeAll(async () => {
@@ -33,12 +35,25 @@ describe("a run whose model is not set up", () => {
     const failed = events.at(-1);
     expect(failed).toMatchObject({ type: "run.failed", reason: "provider_error" });
     expect((failed as { message: string }).message).toMatch(/^The model is not set up: .*API key is missing/);
-    const logged = warnings.filter((warning) => warning.message === "run failed");
-    expect(logged).toEqual([
+    // Exactly one line about the run, whatever its level: the failure, with the model error's kind and (safe) message.
+    const aboutRun = lines.filter((line) => line.data.run_id === run.run_id);
+    expect(aboutRun).toEqual([
       {
+        level: "warn",
         message: "run failed",
-        data: expect.objectContaining({ run_id: run.run_id, thread_id: threadId, reason: "provider_error", cause: expect.stringContaining("API key") }),
+        data: expect.objectContaining({
+          run_id: run.run_id,
+          thread_id: threadId,
+          tenant_id: expect.any(String),
+          reason: "provider_error",
+          failure_message: (failed as { message: string }).message,
+          error_kind: "rejected",
+          error_message: expect.stringMatching(/^The model is not set up: .*API key is missing/),
+          cause: expect.stringContaining("API key"),
+        }),
       },
     ]);
+    expect(lines.filter((line) => line.level === "error")).toEqual([]);
+    expect(lines.filter((line) => line.message === "run failed")).toHaveLength(1);
   });
 });

@@ -2,11 +2,12 @@ import { acceptedCancelOf, createId, isId, isTerminalStatus, planAcceptedCancel,
 import type { Cluster } from "./cluster.js";
 import type { AcceptedCancelRecord, Store } from "../store/index.js";
 import { emitTerminal } from "./execute-run.js";
-import type { Logger } from "../core/logger.js";
 import type { PendingCancels } from "./pending-cancels.js";
 import { pendingStepOf, type RunExecution } from "./run-execution.js";
 import { runKey } from "./run-key.js";
 import type { RuntimeObserver } from "./runtime-observer.js";
+import { CancelTrace } from "./tracing.js";
+import { runLogFields, type Logger } from "../core/logger.js";
 
 /** What a cancel did. */
 export type CancelRunResult =
@@ -35,15 +36,34 @@ export interface CancelRunContext {
 
 /** Accepts a cancel (STOP) for one run; never refused for a stale version. */
 export async function cancelRun(context: CancelRunContext, tenantId: string, runId: string, reason: string): Promise<CancelRunResult> {
+  const execution = context.active.get(runKey(tenantId, runId));
+  const traced = new CancelTrace(execution?.run ?? { tenantId, runId }, reason, execution?.tracing);
+  try {
+    const result = await acceptCancel(context, execution, tenantId, runId, reason, traced);
+    traced.settled(result.kind === "pending_creation" ? undefined : result.run.status);
+    return result;
+  } catch (error) {
+    traced.failed(error);
+    throw error;
+  }
+}
+
+async function acceptCancel(
+  context: CancelRunContext,
+  execution: RunExecution | undefined,
+  tenantId: string,
+  runId: string,
+  reason: string,
+  traced: CancelTrace,
+): Promise<CancelRunResult> {
   const { store, clock } = context;
-  const key = runKey(tenantId, runId);
-  const execution = context.active.get(key);
   const pendingStep = pendingStepOf(execution);
   // Where the run executes here, the work stops at once and the cancel is recorded after: nothing
   // a client can see (the reply, the events, the status) comes before the store accepted it, and
   // the executor settles only once the stop is decided (decision 005). Elsewhere the store
   // records it first and the executing process is told (`carryOutAcceptedCancel`).
   if (stopProtocol(execution !== undefined) === "abort_then_record" && execution?.stop.apply({ type: "stop_requested", reason })) {
+    traced.aborted();
     // One turn of the event loop lets the HTTP client close the provider's socket before the
     // commit; nothing can publish meanwhile (the work is aborted and waits for the decision).
     await new Promise(setImmediate);
@@ -62,10 +82,14 @@ export async function cancelRun(context: CancelRunContext, tenantId: string, run
     });
   } catch (error) {
     // The work is already stopped: the run ends failed, and says why (never silently, never "cancelled").
-    context.logger.error({ run_id: runId, error: String(error) }, "a Stop could not be recorded; the run ends as failed");
+    context.logger.error(
+      { ...(execution ? runLogFields(execution.run) : { run_id: runId, tenant_id: tenantId }), error: String(error) },
+      "a Stop could not be recorded; the run ends as failed",
+    );
     execution?.stop.apply({ type: "stop_not_recorded" });
     throw error;
   }
+  traced.recorded(result.kind, "run" in result ? result.run : undefined);
   const isRecorded = result.kind === "accepted" || result.kind === "already_requested";
   execution?.stop.apply(isRecorded ? { type: "stop_recorded", reason } : { type: "stop_not_recorded" });
   if (result.kind === "not_found") {
@@ -197,6 +221,11 @@ export async function stopForAcceptedCancel(
 ): Promise<boolean> {
   // Recorded first, aborted now (the record-then-notify protocol); false when this process already stopped it.
   if (!execution.stop.apply({ type: "stop_recorded", reason: accepted.reason })) return false;
+  // Recorded by another process, then aborted here: this process's part of the cancel's timeline.
+  const traced = new CancelTrace(execution.run, accepted.reason, execution.tracing);
+  traced.recorded("accepted");
+  traced.aborted();
+  traced.settled(execution.run.status);
   await announceCancel({ ...context, emit: execution.emit }, execution, execution.run, accepted);
   return true;
 }

@@ -9,7 +9,7 @@ import type { Store } from "../store/index.js";
 import type { Approvals } from "./approvals.js";
 import { runInBackground } from "./background.js";
 import { stopForAcceptedCancel } from "./cancel-run.js";
-import type { Logger } from "../core/logger.js";
+import { runLogFields, type Logger } from "../core/logger.js";
 import type { RunExecution } from "./run-execution.js";
 import { runKey } from "./run-key.js";
 
@@ -101,13 +101,14 @@ export class ClusterWorker {
     if (!execution) return;
     if (message.kind === "cancel") {
       const accepted = { reason: message.reason, stateVersion: message.stateVersion, checkpointId: message.checkpointId, kind: "cancel_accepted" as const };
-      runInBackground(logger, "accepted cancel", () => stopForAcceptedCancel({ store, clock }, execution, accepted));
+      runInBackground(logger, "accepted cancel", () => stopForAcceptedCancel({ store, clock }, execution, accepted), runLogFields(execution.run));
     } else if (approvals.isWaiting(message.tenantId, message.runId)) {
       runInBackground(logger, "forwarded decision", () =>
         approvals.decide(message.tenantId, message.runId, message.decision).catch((error: unknown) => {
           // A decision that lost a race (the run was cancelled meanwhile) is answered by the run's status.
           if (!(error instanceof TidemarkError)) throw error;
         }),
+        runLogFields(execution.run),
       );
     }
   }

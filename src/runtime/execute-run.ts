@@ -16,6 +16,7 @@ import type { ModelMessage } from "../core/model.js";
 import { ModelFailedError } from "./model-failed-error.js";
 import { PublicationRejectedError } from "./publication-rejected-error.js";
 import { ModelError } from "../core/model-error.js";
+import { runLogFields } from "../core/logger.js";
 import { AgentDefinitionError } from "../agents/agent-definition-error.js";
 import { confirmUnknownOperations } from "./operation-confirmation.js";
 import { runAgent, stoppedAt } from "./run-agent.js";
@@ -108,7 +109,7 @@ async function carryOutSettle(
       emitTerminal(execution, current, 0);
       return current.status as ExecutionOutcome;
     case "leave":
-      execution.logger.warn({ run_id: run.runId, status: current.status }, "run left in a non-terminal status");
+      execution.logger.warn({ ...runLogFields(run), status: current.status }, "run left in a non-terminal status");
       return "failed";
   }
 }
@@ -176,7 +177,10 @@ async function fail(execution: RunExecution, action: Extract<SettleAction, { kin
   });
   execution.trace("run_failed", { error: describe(planError) });
   const final = finished ?? (await store.getRun(run.tenantId, run.runId)) ?? run;
-  if (finished) logRunFailure(execution.logger, finished, describe(planError));
+  if (finished) {
+    execution.tracing.failed(finished);
+    logRunFailure(execution.logger, finished, describe(planError), planError);
+  }
   emitTerminal(execution, final, 0);
   return "failed";
 }
@@ -192,12 +196,23 @@ function workOutcome(planError: unknown): WorkOutcome {
 }
 
 /**
- * Logs a run's failure once, where it is decided, with the cause for the operator (a warning:
- * a failing provider is the deployment's weather, not the server's fault).
+ * Logs a run's failure once, where it is decided (the failed write that won), with the cause for
+ * the operator: a model error's kind, status and (safe) message as fields of their own. A
+ * warning: a failing provider is the deployment's weather, not the server's fault.
  */
-export function logRunFailure(logger: RunExecution["logger"], run: RunRecord, cause: string): void {
+export function logRunFailure(logger: RunExecution["logger"], run: RunRecord, cause: string, error?: unknown): void {
+  const modelError = ModelFailedError.isInstance(error) && ModelError.isInstance(error.cause) ? error.cause : ModelError.isInstance(error) ? error : undefined;
   logger.warn(
-    { run_id: run.runId, thread_id: run.threadId, tenant_id: run.tenantId, reason: run.failureReason, message: run.failureMessage, cause },
+    {
+      ...runLogFields(run),
+      attempt: run.attempt,
+      reason: run.failureReason,
+      failure_message: run.failureMessage,
+      cause,
+      ...(modelError
+        ? { error_kind: modelError.kind, error_message: modelError.message, ...(modelError.status !== undefined ? { error_status: modelError.status } : {}) }
+        : {}),
+    },
     "run failed",
   );
 }

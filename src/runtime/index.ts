@@ -15,7 +15,7 @@ export type { StepDefinition, StepContext, StepState, StepStatus, PlanOptions, P
 export { createDemoModel, demoAnswerWords, titleFromText, type DemoModelOptions } from "../models/demo-model.js";
 export { estimateTokens } from "../core/model.js";
 export type { ChatModel, ModelMessage, ModelRequest, ModelStreamPart, ModelUsage } from "../core/model.js";
-export { createJsonLogger, silentLogger, type Logger } from "../core/logger.js";
+export { createJsonLogger, runLogFields, silentLogger, type Logger } from "../core/logger.js";
 export { runInBackground } from "./background.js";
 export type { ExecutionOutcome } from "./execute-run.js";
 export { ModelError, parseRetryAfter, type ModelErrorKind } from "../core/model-error.js";

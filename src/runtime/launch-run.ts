@@ -5,7 +5,7 @@ import { runInBackground } from "./background.js";
 import { CancelScope } from "./cancel-scope.js";
 import type { DisconnectWatch } from "./disconnect-watch.js";
 import { executeRun, type ExecutionOutcome } from "./execute-run.js";
-import type { Logger } from "../core/logger.js";
+import { runLogFields, type Logger } from "../core/logger.js";
 import type { ChatModel, ModelToolDefinition } from "../core/model.js";
 import type { AgentRegistry } from "../agents/agent-registry.js";
 import { undeployedAgent } from "../agents/undeployed-agent.js";
@@ -15,6 +15,7 @@ import type { RunExecution } from "./run-execution.js";
 import { runKey } from "./run-key.js";
 import { RunStop } from "./run-stop.js";
 import type { RuntimeObserver } from "./runtime-observer.js";
+import { RunTracing } from "./tracing.js";
 
 /** What launching a run needs from the runtime. */
 export interface LaunchRunContext {
@@ -80,6 +81,7 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
     generations: new GenerationMeters(),
     liveOutput: context.liveOutputs.get(key),
     heardChars: 0,
+    tracing: new RunTracing(run),
   };
   // Registered before the claim, so a cancel that lands while claiming still aborts it. Two
   // launches of one run can meet here (the run's create launches it while a worker's batch claim
@@ -87,6 +89,7 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
   // takes it from an execution already registered.
   if (isClaimed || !context.active.has(key)) context.active.set(key, execution);
   let isSettled = false;
+  let ended: { outcome: string; status?: RunRecord["status"] } = { outcome: "error" };
   const task = (async () => {
     try {
       const claimed = isClaimed
@@ -102,8 +105,10 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
       context.active.set(key, execution);
       emit({ type: "run.started", run_id: run.runId, thread_id: run.threadId, attempt: claimed.attempt, status: claimed.status });
       execution.run = claimed;
+      execution.tracing.claimed(claimed);
       const outcome = await executeRun(execution);
       isSettled = true;
+      ended = { outcome, status: STATUS_AFTER[outcome] };
       finished(context, execution, claimed, outcome);
     } catch (error) {
       // The executor could not settle the run (e.g. the store failed): stop renewing its lease
@@ -117,13 +122,23 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
         context.disconnectWatch.forget(run.tenantId, run.runId);
       }
       scope.dispose();
+      execution.tracing.end(ended.outcome, ended.status);
       context.onRunSettled?.();
-      if (!context.isClosed()) runInBackground(logger, "admit next run", () => context.admitNext(run.tenantId, run.threadId));
+      if (!context.isClosed()) runInBackground(logger, "admit next run", () => context.admitNext(run.tenantId, run.threadId), runLogFields(run));
     }
   })();
   context.executions.add(task);
-  runInBackground(logger, `run ${run.runId}`, () => task.finally(() => context.executions.delete(task)));
+  runInBackground(logger, `run ${run.runId}`, () => task.finally(() => context.executions.delete(task)), runLogFields(run));
 }
+
+/** The run's status after its execution here ended so (a superseded attempt's is the next attempt's to say). */
+const STATUS_AFTER: Readonly<Record<ExecutionOutcome, RunRecord["status"] | undefined>> = {
+  completed: "completed",
+  cancelled: "cancelled",
+  failed: "failed",
+  handed_back: "queued",
+  superseded: undefined,
+};
 
 function finished(context: LaunchRunContext, execution: RunExecution, run: RunRecord, outcome: ExecutionOutcome): void {
   if (outcome === "cancelled" && execution.stop.state.kind === "recorded") {
@@ -132,7 +147,7 @@ function finished(context: LaunchRunContext, execution: RunExecution, run: RunRe
       const final = await context.store.getRun(run.tenantId, run.runId);
       const accepted = final && acceptedCancelOf(final);
       if (final && accepted) context.observer.onCancelCompleted?.(final, endedAt - accepted.requestedAt);
-    });
+    }, runLogFields(run));
   }
   context.observer.onRunEnded?.(run, outcome);
 }

@@ -53,6 +53,9 @@ export async function confirmUnknownOperations(context: OperationConfirmationCon
       checkpointId: createId("cp"),
       now: clock.now(),
     });
-    logger.info({ op_id: operation.opId, outcome: status.outcome }, "operation confirmed by its tool's status hook");
+    logger.info(
+      { run_id: operation.runId, thread_id: threadId, tenant_id: tenantId, op_id: operation.opId, tool: operation.toolName, outcome: status.outcome },
+      "operation confirmed by its tool's status hook",
+    );
   }
 }

@@ -1,7 +1,8 @@
-import { decideRecovery, leaseOf, type RunEventDraft, type RunRecord } from "../core/index.js";
+import { decideRecovery, leaseOf, type RecoveryAction, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import { emitTerminal, logRunFailure } from "./execute-run.js";
 import type { Logger } from "../core/logger.js";
+import { traceRecovery } from "./tracing.js";
 
 /** What recovery needs from the runtime. */
 export interface RecoveryContext {
@@ -29,9 +30,13 @@ export interface RecoveryContext {
  * act. Returns whether it acted.
  */
 export async function recoverRun(run: RunRecord, context: RecoveryContext): Promise<boolean> {
-  const { store, now } = context;
   const action = decideRecovery(run.status, run.recoveryPolicy);
   if (action.kind === "none") return false;
+  return traceRecovery(run, action.kind, () => carryOutRecovery(run, action, context));
+}
+
+async function carryOutRecovery(run: RunRecord, action: Exclude<RecoveryAction, { kind: "none" }>, context: RecoveryContext): Promise<boolean> {
+  const { store, now } = context;
   if (action.kind === "claim") {
     context.trace(run, "recovered", { from: run.status, action: "claim" });
     context.launch(run);

@@ -45,6 +45,7 @@ export async function runAgent(execution: RunExecution, start: AgentStart): Prom
   const wrap = (step: AgentStep, parentStepId: string | null): StepDefinition => {
     const inputHash = step.input === undefined ? null : hashJson(step.input);
     journal.declare({ stepId: step.id, parentStepId, title: step.title ?? null, dependsOn: [...(step.dependsOn ?? [])], inputHash });
+    execution.tracing.declareStep(step.id, parentStepId);
     return {
       id: step.id,
       dependsOn: step.dependsOn,
@@ -62,7 +63,14 @@ export async function runAgent(execution: RunExecution, start: AgentStart): Prom
     const concurrency = typeof agent.concurrency === "function" ? agent.concurrency(execution.config) : (agent.concurrency ?? 4);
     return await runPlan(
       agent.steps(context).map((step) => wrap(step, null)),
-      { scope: execution.scope, concurrency, onStepStatus: (state) => journal.update(state.id, state.status, state.error) },
+      {
+        scope: execution.scope,
+        concurrency,
+        onStepStatus: (state) => {
+          journal.update(state.id, state.status, state.error);
+          execution.tracing.stepStatus(state.id, state.status);
+        },
+      },
     );
   } finally {
     await journal.flush();

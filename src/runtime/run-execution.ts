@@ -9,6 +9,7 @@ import type { Agent } from "../agents/define-agent.js";
 import type { GenerationMeters } from "./generation-meter.js";
 import type { StepJournal } from "./step-journal.js";
 import type { LiveOutput } from "./live-output.js";
+import type { RunTracing } from "./tracing.js";
 
 /** One run being executed in this process: what its steps and its cancel path share. */
 export interface RunExecution {
@@ -48,6 +49,8 @@ export interface RunExecution {
   readonly liveOutput: LiveOutput | undefined;
   /** The characters of the answer a cancel published as heard: kept, so not counted as discarded. */
   heardChars: number;
+  /** The run's OpenTelemetry spans (no-ops without an SDK). */
+  readonly tracing: RunTracing;
 }
 
 /** The step a cancel caught, for its checkpoint: the first still in progress, if any. */

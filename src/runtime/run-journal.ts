@@ -1,6 +1,6 @@
 import { createId, isTerminalStatus, type Clock, type RunEventDraft, type RunRecord } from "../core/index.js";
 import { abortableDelay } from "../core/abortable-delay.js";
-import type { Logger } from "../core/logger.js";
+import { runLogFields, type Logger } from "../core/logger.js";
 import type { Store } from "../store/index.js";
 import type { EventHub, RunEventBuffer } from "../stream/index.js";
 import { runInBackground } from "./background.js";
@@ -51,7 +51,7 @@ export class RunJournal {
   trace(run: RunRecord, kind: string, data: Record<string, unknown>): void {
     const { store, clock, logger } = this.#ports;
     const record = traceFor(run, createId("trc"), kind, data, clock.now());
-    runInBackground(logger, "trace", () => store.appendTrace(record));
+    runInBackground(logger, "trace", () => store.appendTrace(record), { ...runLogFields(run), kind });
   }
 
   /**

@@ -1,5 +1,5 @@
 import { createId, type Clock, type OperationRecord, type RunRecord } from "../core/index.js";
-import type { Logger } from "../core/logger.js";
+import { runLogFields, type Logger } from "../core/logger.js";
 import type { ChatModel, ModelToolDefinition } from "../core/model.js";
 import type { AgentRegistry } from "../agents/agent-registry.js";
 import type { Store } from "../store/index.js";
@@ -13,6 +13,7 @@ import type { RunJournal } from "./run-journal.js";
 import { runKey } from "./run-key.js";
 import { CLOSE_SETTLE_MS, settledWithin } from "./settled-within.js";
 import type { RuntimeObserver } from "./runtime-observer.js";
+import { traceDrain } from "./tracing.js";
 
 /** What the scheduler needs. */
 export interface RunSchedulerPorts {
@@ -115,8 +116,11 @@ export class RunScheduler {
     this.#isClosed = true;
     for (const execution of this.#active.values()) execution.stop.apply({ type: "drain" });
     const tasks = [...this.#tasks];
-    const isSettled = await settledWithin(tasks, this.#ports.shieldTimeoutMs + CLOSE_SETTLE_MS);
-    if (!isSettled) this.#ports.logger.warn({ runs: tasks.length }, "runs were still executing when close() stopped waiting for them");
+    const isSettled = await traceDrain(tasks.length, () => settledWithin(tasks, this.#ports.shieldTimeoutMs + CLOSE_SETTLE_MS));
+    if (!isSettled) {
+      const runs = [...this.#active.values()].map((execution) => runLogFields(execution.run));
+      this.#ports.logger.warn({ runs: tasks.length, executing: runs }, "runs were still executing when close() stopped waiting for them");
+    }
     return tasks.length > 0;
   }
 }

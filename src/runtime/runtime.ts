@@ -155,7 +155,7 @@ export class Runtime {
     const emitter = (run: RunRecord) => journal.emitter(run);
     const trace = (run: RunRecord, kind: string, data: Record<string, unknown>) => journal.trace(run, kind, data);
     const disconnectWatch = (this.#disconnectWatch = new DisconnectWatch(options.disconnectGraceMs ?? 5_000, (tenantId, runId) =>
-      runInBackground(logger, "on_disconnect cancel", () => cancel(tenantId, runId, "client_disconnected")),
+      runInBackground(logger, "on_disconnect cancel", () => cancel(tenantId, runId, "client_disconnected"), { run_id: runId, tenant_id: tenantId }),
       timers,
     ));
     const approvals = (this.#approvals = new Approvals({ store, clock, emitter, trace }));

@@ -19,10 +19,10 @@ export function saveTitle(ports: SaveTitlePorts, thread: ThreadRecord, firstMess
   runInBackground(logger, "title", async () => {
     // The model's title when it gives one in time; else the heuristic, so a thread is always named.
     const fromModel = await model.title?.(firstMessage, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
-      logger.warn({ error: String(error) }, "the model gave no title; using the first words");
+      logger.warn({ thread_id: thread.threadId, tenant_id: thread.tenantId, error: String(error) }, "the model gave no title; using the first words");
       return undefined;
     });
     const title = fromModel?.trim() || titleFromText(firstMessage);
     await store.saveTitle(thread.tenantId, thread.threadId, title.slice(0, 200), clock.now());
-  });
+  }, { thread_id: thread.threadId, tenant_id: thread.tenantId });
 }

@@ -84,7 +84,10 @@ export function createStepContext<Config>(execution: RunExecution, options: Step
     },
     async callTool(call: ToolCall) {
       claimTransition("called a tool");
-      const { outcome, checkpointId } = await runToolCall(execution, stepId, toMessageToolCall(call), signal, options.scope);
+      const effect = execution.tools.get(call.toolName)?.effect ?? "unknown";
+      const { outcome, checkpointId } = await execution.tracing.toolCall(stepId, { tool: call.toolName, toolCallId: call.toolCallId, effect }, signal, () =>
+        runToolCall(execution, stepId, toMessageToolCall(call), signal, options.scope),
+      );
       record = { kind: "tool", outcome, checkpointId };
       return outcome;
     },
@@ -123,6 +126,8 @@ async function generate(
   const request = run.instructions === null ? messages : [{ role: "system" as const, content: run.instructions }, ...messages];
   const meter = execution.generations.start(request);
   const tools = offerTools ? execution.toolDefinitions : [];
+  const traced = execution.tracing.modelRequest(stepId, { model: execution.model.id, messages: request.length, tools: tools.length });
+  let chunks = 0;
   try {
     for await (const part of execution.model.stream({ messages: request, ...(tools.length ? { tools } : {}) }, { signal })) {
       // Safe point between chunks: nothing reaches the stream after a cancel was accepted.
@@ -130,6 +135,7 @@ async function generate(
       if (part.type === "text-delta") {
         const text = storableText(part.text);
         parts.push(text);
+        chunks++;
         meter.streamChars += text.length;
         execution.emit({ type: "message.delta", run_id: run.runId, message_id: messageId, text });
       } else if (part.type === "tool-call") {
@@ -140,7 +146,10 @@ async function generate(
     }
   } catch (error) {
     if (signal.aborted) throw signal.reason;
+    traced.failed(error);
     throw new ModelFailedError(error);
+  } finally {
+    traced.end({ chars: meter.streamChars, chunks, toolCalls: toolCalls.length, aborted: signal.aborted });
   }
   signal.throwIfAborted();
   const text = parts.join("");

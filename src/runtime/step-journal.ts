@@ -1,5 +1,5 @@
 import type { Clock, RunEventDraft, RunRecord, StepStatus } from "../core/index.js";
-import type { Logger } from "../core/logger.js";
+import { runLogFields, type Logger } from "../core/logger.js";
 import type { StepUpdate, Store } from "../store/index.js";
 
 /** What the journal knows of a step besides its status (declared when the step is registered). */
@@ -123,7 +123,7 @@ export class StepJournal {
           await this.#context.store.saveSteps({ tenantId: run.tenantId, runId: run.runId, steps });
         } catch (error) {
           // Bookkeeping only: the step's durable record is its checkpoint, and the run's end closes every row.
-          this.#context.logger.warn({ run_id: run.runId, error: String(error) }, "step rows not written");
+          this.#context.logger.warn({ ...runLogFields(run), error: String(error) }, "step rows not written");
         }
       }
     })().finally(() => {

@@ -129,6 +129,7 @@ async function runConsequential(
     state_version: prepared.checkpoint.stateVersion,
     kind: prepared.checkpoint.kind,
   });
+  execution.tracing.toolOperation(stepId, operation.opId, "prepared");
   const active: NonNullable<RunExecution["activeOperation"]> = { opId: operation.opId, toolName: tool.name, phase: "prepared" };
   execution.activeOperation = active;
   try {
@@ -153,8 +154,10 @@ async function runConsequential(
     throw error;
   }
   active.phase = "committing";
+  execution.tracing.toolOperation(stepId, operation.opId, "committing");
   const finished = await commitShielded(execution, tool, input, context, operation, scope);
   execution.activeOperation = null;
+  execution.tracing.toolOperation(stepId, operation.opId, finished.phase);
   if (finished.phase === "outcome_unknown") {
     // The commit outlived its bound after a Stop: the ledger says so, and the run's end reports it.
     signal.throwIfAborted();

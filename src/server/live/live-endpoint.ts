@@ -60,10 +60,10 @@ export function createLiveEndpoint(options: LiveEndpointOptions): LiveEndpoint {
       sockets.add(ws);
       const session = new LiveSession({ runtime, tenantId, threadId, socket: ws, logger, agent, timers: options.timers });
       ws.on("message", (data: Buffer, isBinary) => session.receive(data, isBinary));
-      ws.on("error", (error) => logger.info({ thread_id: threadId, error: String(error) }, "a live socket failed"));
+      ws.on("error", (error) => logger.info({ thread_id: threadId, tenant_id: tenantId, error: String(error) }, "a live socket failed"));
       ws.once("close", () => {
         sockets.delete(ws);
-        const closed = session.close().catch((error: unknown) => logger.warn({ thread_id: threadId, error: String(error) }, "a live session did not close cleanly"));
+        const closed = session.close().catch((error: unknown) => logger.warn({ thread_id: threadId, tenant_id: tenantId, error: String(error) }, "a live session did not close cleanly"));
         sessions.add(closed);
         void closed.finally(() => sessions.delete(closed));
       });

@@ -34,7 +34,8 @@ export class LiveSession {
     this.#options = options;
     const bridge = (this.#bridge = new LiveBridge({
       timers: options.timers,
-      onError: (error) => options.logger.warn({ thread_id: options.threadId, error: String(error) }, "a live turn failed"),
+      onError: (error) =>
+        options.logger.warn({ run_id: this.#runId, thread_id: options.threadId, tenant_id: options.tenantId, error: String(error) }, "a live turn failed"),
     }));
     bridge
       .on(UserStoppedSpeaking)
@@ -156,7 +157,7 @@ export class LiveSession {
       else throw error;
     } finally {
       turn.signal.removeEventListener("abort", onCut);
-      await cancelling?.catch((error: unknown) => this.#options.logger.warn({ run_id: runId, error: String(error) }, "a live turn's cancel failed"));
+      await cancelling?.catch((error: unknown) => this.#options.logger.warn({ run_id: runId, thread_id: threadId, tenant_id: tenantId, error: String(error) }, "a live turn's cancel failed"));
       // The next turn (and an interrupt handler) waits until this run has really ended.
       const ended = this.#runId === runId ? await runtime.waitForTerminal(tenantId, runId, RUN_END_WAIT_MS) : undefined;
       detach();

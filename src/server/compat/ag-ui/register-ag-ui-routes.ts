@@ -2,7 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { bodyLimit } from "hono/body-limit";
 import { isTerminalStatus, TidemarkError, type RunRecord } from "../../../core/index.js";
-import { silentLogger, type Logger, type Runtime } from "../../../runtime/index.js";
+import { runLogFields, silentLogger, type Logger, type Runtime } from "../../../runtime/index.js";
 import type { AppEnv } from "../../app-env.js";
 import { createAuthMiddleware } from "../../auth.js";
 import { errorResponse } from "../../errors.js";
@@ -104,7 +104,7 @@ export function registerAgUiRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, o
         onClientClosed: detach,
         // A run waiting for an approval stays subscribed: it is not cancelled for the closed stream.
         onFinished: (isInterrupt) => (isInterrupt ? heldSubscribers.set(subscriberKey, detach) : detach()),
-        onError: (error) => logger.error({ run_id: run.runId, error: String(error) }, "the AG-UI stream failed"),
+        onError: (error) => logger.error({ ...runLogFields(run), error: String(error) }, "the AG-UI stream failed"),
       });
     } catch (error) {
       detach();

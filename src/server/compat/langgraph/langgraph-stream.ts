@@ -5,7 +5,7 @@
  */
 import type { ServerResponse } from "node:http";
 import { isTerminalEventType, type RunRecord } from "../../../core/index.js";
-import { runInBackground, type Logger, type Runtime } from "../../../runtime/index.js";
+import { runInBackground, runLogFields, type Logger, type Runtime } from "../../../runtime/index.js";
 import { followEvents, formatSseComment, type RunEventBuffer } from "../../../stream/index.js";
 import { SseBatchWriter } from "../sse-batch-writer.js";
 import { formatPart, LangGraphFrames, type StreamCursor } from "./langgraph-frames.js";
@@ -60,7 +60,7 @@ export function streamLangGraphRun(response: ServerResponse, options: LangGraphS
       writer.end();
       options.onClose?.(reachedEnd);
     }
-  });
+  }, runLogFields(options.run));
 }
 
 async function writeParts(response: ServerResponse, writer: SseBatchWriter, options: LangGraphStreamOptions, signal: AbortSignal): Promise<boolean> {

@@ -5,7 +5,7 @@
 import type { Context, Hono } from "hono";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { isTerminalStatus, type RunRecord } from "../../../core/index.js";
-import { runInBackground, type Logger, type Runtime } from "../../../runtime/index.js";
+import { runInBackground, runLogFields, type Logger, type Runtime } from "../../../runtime/index.js";
 import type { AppEnv } from "../../app-env.js";
 import { lastInterruptSeq } from "../resume-paused-run.js";
 import { LangGraphError } from "./langgraph-error.js";
@@ -121,7 +121,7 @@ export function registerLangGraphRunRoutes(app: Hono<AppEnv>, runtime: Runtime, 
       modes,
       headers: { "Content-Location": runPath(run.threadId, run.runId) },
       onClose: (reachedEnd) => {
-        if (cancelOnDisconnect && !reachedEnd) runInBackground(options.logger, "cancel_on_disconnect", () => runtime.cancelRun(tenantId, run.runId, "client_disconnected"));
+        if (cancelOnDisconnect && !reachedEnd) runInBackground(options.logger, "cancel_on_disconnect", () => runtime.cancelRun(tenantId, run.runId, "client_disconnected"), runLogFields(run));
       },
     });
   });

@@ -13,7 +13,7 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { isTerminalStatus, TidemarkError, type RunRecord } from "../../../core/index.js";
-import { runInBackground, silentLogger, type Logger, type Runtime } from "../../../runtime/index.js";
+import { runInBackground, runLogFields, silentLogger, type Logger, type Runtime } from "../../../runtime/index.js";
 import { followEvents } from "../../../stream/index.js";
 import type { AppEnv } from "../../app-env.js";
 import { createAuthMiddleware } from "../../auth.js";
@@ -84,7 +84,7 @@ export function registerOpenAiCompat(app: OpenAPIHono<AppEnv>, options: OpenAiCo
         reading.abort();
         detach();
       }
-    });
+    }, runLogFields(run));
     return RESPONSE_ALREADY_SENT as never;
   };
 
@@ -156,7 +156,7 @@ export function registerOpenAiCompat(app: OpenAPIHono<AppEnv>, options: OpenAiCo
     // Tidemark's Stop; on a run that has ended it changes nothing, so a repeat answers the same object.
     await runtime.cancelRun(tenantId, run.runId, "user_requested");
     const ended = (await runtime.waitForTerminal(tenantId, run.runId, WAIT_FOR_STOP_MS)) ?? run;
-    if (!isTerminalStatus(ended.status)) logger.warn({ run_id: run.runId }, "an OpenAI cancel answered before its run ended");
+    if (!isTerminalStatus(ended.status)) logger.warn({ ...runLogFields(run), status: ended.status }, "an OpenAI cancel answered before its run ended");
     return c.json(await viewOf(ended), 200);
   });
 }
