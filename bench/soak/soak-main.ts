@@ -59,6 +59,8 @@ temp.remove();
 // The RSS slope after the first minute (the warm-up), by least squares, in MB per minute.
 const steady = samples.filter((sample) => sample.atS >= 60);
 const slope = leastSquaresSlope(steady.map((sample) => [sample.atS / 60, sample.rssMb]));
+// The second half of the soak: past the warm-up and the event buffers' first expiries.
+const secondHalfSlope = leastSquaresSlope(samples.filter((sample) => sample.atS >= minutes * 30).map((sample) => [sample.atS / 60, sample.rssMb]));
 const byMinute = report.stopLatencyByMinute.map((latencies, minute) => ({
   minute: minute + 1,
   stops: latencies?.length ?? 0,
@@ -73,7 +75,14 @@ const result = {
   seed,
   turns: report.turns,
   runs: report.runIds.length,
-  rss: { firstMb: samples[0]?.rssMb, lastMb: samples.at(-1)?.rssMb, maxMb: Math.max(...samples.map((sample) => sample.rssMb)), slopeMbPerMinuteAfterMinute1: slope === undefined ? null : round(slope, 2) },
+  rss: {
+    firstMb: samples[0]?.rssMb,
+    lastMb: samples.at(-1)?.rssMb,
+    maxMb: Math.max(...samples.map((sample) => sample.rssMb)),
+    slopeMbPerMinuteAfterMinute1: slope === undefined ? null : round(slope, 2),
+    slopeMbPerMinuteSecondHalf: secondHalfSlope === undefined ? null : round(secondHalfSlope, 2),
+    samples,
+  },
   stopLatencyByMinute: byMinute,
   violations: report.violations.slice(0, 50),
   violationCount: report.violations.length,
@@ -91,7 +100,7 @@ const file = join(directory, `soak-${new Date().toISOString().replace(/:/g, "-")
 writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
 
 log(`soak: ${report.runIds.length} runs, turns ${JSON.stringify(report.turns)}`);
-log(`soak: RSS ${result.rss.firstMb} → ${result.rss.lastMb} MB (max ${result.rss.maxMb}), slope after minute 1: ${result.rss.slopeMbPerMinuteAfterMinute1} MB/min`);
+log(`soak: RSS ${result.rss.firstMb} → ${result.rss.lastMb} MB (max ${result.rss.maxMb}), slope after minute 1: ${result.rss.slopeMbPerMinuteAfterMinute1} MB/min, in the second half: ${result.rss.slopeMbPerMinuteSecondHalf} MB/min`);
 for (const row of byMinute) log(`soak: minute ${row.minute}: ${row.stops} Stops, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms`);
 log(`soak: violations ${report.violations.length}, 5xx/transport ${report.serverErrors.length}, unfinished ${unfinished.length}, errors logged ${result.errorsLogged}, check exit ${check.code}: ${check.output.split("\n")[0]}`);
 log(`soak: wrote ${file}`);
