@@ -110,7 +110,8 @@ export class LeaseKeeper {
       const outcome = await Promise.race([renewal, timedOut]);
       if (outcome === "renewed") {
         for (const execution of executions) this.#knownExpiry.set(execution, Math.max(this.#expiryOf(execution) ?? 0, sentAt + leaseMs));
-        this.#renewed(sentAt);
+        // With no run to renew the store was not asked: that proves nothing about it.
+        if (executions.length > 0) this.#renewed(sentAt);
       } else {
         this.#failed(sentAt, `no answer within ${this.#timings.renewTimeoutMs} ms`, 0);
       }

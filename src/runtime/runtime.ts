@@ -374,7 +374,10 @@ export class Runtime {
       const scheduler = this.#scheduler;
       let recovered = 0;
       for (const run of runs) {
-        if (scheduler.execution(run.tenantId, run.runId)) continue;
+        // A run executing here is not lost; one this process let go of (fenced) is, even if its
+        // execution is still winding down: that execution writes nothing more.
+        const execution = scheduler.execution(run.tenantId, run.runId);
+        if (execution && execution.stop.state.kind !== "fenced") continue;
         const recoveredRun = await recoverRun(run, {
           store: this.store,
           now: this.#clock.now(),
