@@ -60,16 +60,13 @@ export class LeaseKeeper {
   #timers: TimerHandle[] = [];
   #retry: TimerHandle | undefined;
   #isRenewing = false;
+  #isStopped = false;
   #failedSince: number | undefined;
   #lastRenewedAt: number | undefined;
 
   constructor(ports: LeaseKeeperPorts) {
     this.#ports = ports;
     this.#timings = leaseTimings(ports.leaseMs);
-  }
-
-  get timings(): LeaseTimings {
-    return this.#timings;
   }
 
   /** Starts the heartbeat and the fence check. */
@@ -84,13 +81,14 @@ export class LeaseKeeper {
 
   /** Stops both (a drain or a close). */
   stop(): void {
+    this.#isStopped = true;
     for (const timer of [...this.#timers, this.#retry]) this.#ports.timers.clear(timer);
     this.#timers = [];
     this.#retry = undefined;
   }
 
   #renewSoon(): void {
-    if (this.#isRenewing) return;
+    if (this.#isRenewing || this.#isStopped) return;
     runInBackground(this.#ports.logger, "lease heartbeat", () => this.renew());
   }
 
@@ -140,6 +138,7 @@ export class LeaseKeeper {
     }
     // Try again before the next beat: the runs have only a few chances before the fence.
     timers.clear(this.#retry);
+    if (this.#isStopped) return;
     this.#retry = timers.setTimeout(() => this.#renewSoon(), retryMs);
   }
 
