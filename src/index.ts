@@ -20,7 +20,7 @@ export {
 } from "./runtime/index.js";
 export { StoreInvariantError, StoreSchemaError, type StoreInvariant, type StoreSchemaProblem } from "./store/index.js";
 export type { ChatModel, ModelStreamPart, RuntimeOptions } from "./runtime/index.js";
-export { selectModel, fromAISDKModel, createOpenAICompatibleModel, withRetries } from "./models/index.js";
+export { selectModel, fromAISDKModel, createOpenAICompatibleModel, withRetries, withIdleTimeout } from "./models/index.js";
 export type { ProviderCancelOptions, OpenAICompatibleModelOptions, AISDKModelOptions } from "./models/index.js";
 export { createApp, startServer, createServerMetrics, parseApiKeys } from "./server/index.js";
 export { checkStore, formatCheckReport } from "./check/index.js";

@@ -20,6 +20,7 @@ const STOPS: Record<string, StopState> = {
   recorded: { kind: "recorded", reason: "user_requested" },
   unrecorded: { kind: "unrecorded", reason: "user_requested" },
   draining: { kind: "draining" },
+  fenced: { kind: "fenced" },
 };
 const OUTCOMES: readonly WorkOutcome[] = ["done", "provider_cancelled", "model_failed", "publication_rejected", "error"];
 
@@ -29,6 +30,7 @@ describe("nextStop", () => {
     recorded: { type: "stop_recorded", reason: "thread_terminated" },
     not_recorded: { type: "stop_not_recorded" },
     drain: { type: "drain" },
+    lease_lost: { type: "lease_lost" },
   };
   // [state, event, next state, abort the work now]
   it.each<[string, string, string, boolean]>([
@@ -52,6 +54,17 @@ describe("nextStop", () => {
     ["draining", "recorded", "recorded", true], // accepted while draining: it must end cancelled
     ["draining", "not_recorded", "draining", false],
     ["draining", "drain", "draining", false],
+    // A lost lease ends every state; only work not yet aborted is aborted now.
+    ["none", "lease_lost", "fenced", true],
+    ["requested", "lease_lost", "fenced", false],
+    ["recorded", "lease_lost", "fenced", false],
+    ["unrecorded", "lease_lost", "fenced", false],
+    ["draining", "lease_lost", "fenced", false],
+    ["fenced", "stop", "fenced", false],
+    ["fenced", "recorded", "fenced", false],
+    ["fenced", "not_recorded", "fenced", false],
+    ["fenced", "drain", "fenced", false],
+    ["fenced", "lease_lost", "fenced", false],
   ])("%s + %s → %s (abort: %s)", (state, event, next, abortWork) => {
     const step = nextStop(STOPS[state]!, EVENTS[event]!);
     expect(step.state.kind).toBe(next);
@@ -108,17 +121,18 @@ describe("decideSettle", () => {
     RT: { kind: "report_terminal", isLate: true },
     RTp: { kind: "report_terminal", isLate: false },
     LV: { kind: "leave" },
+    RL: { kind: "relinquish" },
   };
   const TABLE: Record<RunStatus, string> = {
-    //               none                 | requested           | recorded            | unrecorded          | draining
-    queued: "        LV  LV  LV  LV  LV   | LV  LV  LV  LV  LV  | LV  LV  LV  LV  LV  | LV  LV  LV  LV  LV  | LV  LV  LV  LV  LV",
-    running: "       CMP RPC FPE FE  FE   | FNR FNR FNR FNR FNR | FNR FNR FNR FNR FNR | FNR FNR FNR FNR FNR | HBr HBr HBr HBr HBr",
-    interrupted: "   LV  LV  LV  LV  LV   | LV  LV  LV  LV  LV  | LV  LV  LV  LV  LV  | LV  LV  LV  LV  LV  | HBi HBi HBi HBi HBi",
-    cancel_requested: "FC FC  FC  FC  FC   | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC",
-    cancelling: "    FC  FC  FC  FC  FC   | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC",
-    completed: "     RC  RC  RC  RC  RC   | RC  RC  RC  RC  RC  | RC  RC  RC  RC  RC  | RC  RC  RC  RC  RC  | RC  RC  RC  RC  RC",
-    failed: "        RT  RT  RT  RTp RT   | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT",
-    cancelled: "     RT  RT  RT  RTp RT   | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT",
+    //               none                 | requested           | recorded            | unrecorded          | draining            | fenced
+    queued: "        LV  LV  LV  LV  LV   | LV  LV  LV  LV  LV  | LV  LV  LV  LV  LV  | LV  LV  LV  LV  LV  | LV  LV  LV  LV  LV  | RL  RL  RL  RL  RL",
+    running: "       CMP RPC FPE FE  FE   | FNR FNR FNR FNR FNR | FNR FNR FNR FNR FNR | FNR FNR FNR FNR FNR | HBr HBr HBr HBr HBr  | RL  RL  RL  RL  RL",
+    interrupted: "   LV  LV  LV  LV  LV   | LV  LV  LV  LV  LV  | LV  LV  LV  LV  LV  | LV  LV  LV  LV  LV  | HBi HBi HBi HBi HBi  | RL  RL  RL  RL  RL",
+    cancel_requested: "FC FC  FC  FC  FC   | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC  | RL  RL  RL  RL  RL",
+    cancelling: "    FC  FC  FC  FC  FC   | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC  | FC  FC  FC  FC  FC  | RL  RL  RL  RL  RL",
+    completed: "     RC  RC  RC  RC  RC   | RC  RC  RC  RC  RC  | RC  RC  RC  RC  RC  | RC  RC  RC  RC  RC  | RC  RC  RC  RC  RC  | RL  RL  RL  RL  RL",
+    failed: "        RT  RT  RT  RTp RT   | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT  | RL  RL  RL  RL  RL",
+    cancelled: "     RT  RT  RT  RTp RT   | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT  | RT  RT  RT  RTp RT  | RL  RL  RL  RL  RL",
   };
   const stopNames = Object.keys(STOPS);
   const cases = RUN_STATUSES.flatMap((status) => {
@@ -133,6 +147,7 @@ describe("decideSettle", () => {
 
   it("writes nothing for an attempt the lease was lost by, in every status", () => {
     for (const [status, stop, outcome] of cases) {
+      if (stop === "fenced") continue;
       expect(decideSettle({ status, isSameAttempt: false, stop: STOPS[stop]!, outcome })).toEqual({ kind: "superseded" });
     }
   });

@@ -8,7 +8,9 @@
  * - `requested`: this process aborted the work and is recording the Stop;
  * - `recorded`: the store accepted the Stop (here, or in another process whose notice came);
  * - `unrecorded`: the work was aborted but the store could not record the Stop;
- * - `draining`: the process shuts down; the run is handed back, not stopped.
+ * - `draining`: the process shuts down; the run is handed back, not stopped;
+ * - `fenced`: this process could not renew the run's lease in time: the work is aborted and the
+ *   run is no longer this process's to write (recovery elsewhere decides its end, decision 014).
  * What the Stop *effectively* did is the run's terminal status, which only `decideSettle` picks.
  */
 import type { RecoveryPolicy } from "./records.js";
@@ -20,7 +22,8 @@ export type StopState =
   | { kind: "requested"; reason: string }
   | { kind: "recorded"; reason: string }
   | { kind: "unrecorded"; reason: string }
-  | { kind: "draining" };
+  | { kind: "draining" }
+  | { kind: "fenced" };
 
 /** What can happen to a run's stop. */
 export type StopEvent =
@@ -31,7 +34,9 @@ export type StopEvent =
   /** The store refused or failed to record this process's request. */
   | { type: "stop_not_recorded" }
   /** The process shuts down and hands its runs back. */
-  | { type: "drain" };
+  | { type: "drain" }
+  /** The lease could not be renewed before a safety margin of its expiry: this process lets go of the run. */
+  | { type: "lease_lost" };
 
 /** A stop's next state, and whether the run's work must be aborted now. */
 export interface StopStep {
@@ -39,8 +44,13 @@ export interface StopStep {
   abortWork: boolean;
 }
 
-/** The stop's state machine: the first of a Stop or a drain aborts the work; later events only record. */
+/**
+ * The stop's state machine: the first of a Stop or a drain aborts the work; later events only
+ * record. A lost lease overrides every state and is final: whatever was pending, nothing here may
+ * write for the run any more.
+ */
 export function nextStop(state: StopState, event: StopEvent): StopStep {
+  if (state.kind === "fenced") return unchanged(state);
   switch (event.type) {
     case "stop_requested":
       // A second Stop (or one after a drain began) changes nothing: the work is already aborted.
@@ -54,6 +64,9 @@ export function nextStop(state: StopState, event: StopEvent): StopStep {
       return state.kind === "requested" ? { state: { kind: "unrecorded", reason: state.reason }, abortWork: false } : unchanged(state);
     case "drain":
       return state.kind === "none" ? { state: { kind: "draining" }, abortWork: true } : unchanged(state);
+    case "lease_lost":
+      // Any earlier stop already aborted the work; only its record (or hand-back) is given up.
+      return { state: { kind: "fenced" }, abortWork: state.kind === "none" };
   }
 }
 
@@ -145,11 +158,14 @@ export type SettleAction =
   /** Ended through another path (recovery, a TERMINATE): report it, publish nothing. */
   | { kind: "report_terminal"; isLate: boolean }
   /** Nothing here may settle it (e.g. queued again by someone else). */
-  | { kind: "leave" };
+  | { kind: "leave" }
+  /** This process lost the run's lease (fenced): write nothing; the recoverer's policy decides its end. */
+  | { kind: "relinquish" };
 
 /** Settling a run whose work ended: the store's status decides, the stop and the work's outcome refine. */
 export function decideSettle(facts: SettleFacts): SettleAction {
   const { status, isSameAttempt, stop, outcome } = facts;
+  if (stop.kind === "fenced") return { kind: "relinquish" };
   if (!isSameAttempt) return { kind: "superseded" };
   const isStopped = stop.kind !== "none";
   if (status === "running" && !isStopped && outcome === "provider_cancelled") return { kind: "record_provider_cancel" };

@@ -6,6 +6,7 @@ import type { ChatModel } from "../core/model.js";
 import { fromAISDKModel } from "./ai-sdk-model.js";
 import { createOpenAICompatibleModel } from "./openai-compatible-model.js";
 import type { ProviderCancelOptions } from "./provider-cancel.js";
+import { withIdleTimeout } from "./with-idle-timeout.js";
 import { withRetries } from "./with-retries.js";
 
 /** The model names `tidemark serve --model` understands. */
@@ -19,7 +20,8 @@ export const MODEL_SPECS = ["demo", "openai-compatible:<model>", "openai:<model>
  * - `openai:<model>` / `anthropic:<model>`: the AI SDK's own providers (`OPENAI_API_KEY`,
  *   `ANTHROPIC_API_KEY`, or `TIDEMARK_OPENAI_API_KEY` / `TIDEMARK_ANTHROPIC_API_KEY`).
  * `TIDEMARK_PROVIDER_CANCEL_URL` adds an explicit cancel call to any of the last three.
- * Real models retry retryable failures before their first token.
+ * Real models retry retryable failures before their first token, and a stream that sends nothing
+ * for `TIDEMARK_PROVIDER_IDLE_TIMEOUT_MS` (default 5 minutes; 0: never) is ended as stalled.
  *
  * A configuration that cannot work (a provider without its API key, an address that is not an
  * http(s) URL, a pace that is not a number) throws here, so the server refuses to start instead
@@ -42,23 +44,26 @@ export function selectModel(spec: string, env: Record<string, string | undefined
   if (!name) throw new ConfigurationError(`--model ${spec}: name the model, e.g. ${provider || "openai-compatible"}:llama3.1`, { setting: "--model" });
   const cancelUrl = httpUrl(env, "TIDEMARK_PROVIDER_CANCEL_URL");
   const cancel: ProviderCancelOptions | undefined = cancelUrl ? { url: cancelUrl, tokenHeader: setting(env, "TIDEMARK_PROVIDER_CANCEL_HEADER") } : undefined;
+  const idleTimeoutMs = number("TIDEMARK_PROVIDER_IDLE_TIMEOUT_MS");
+  // A stall counts as a retryable failure: inside the retries, so one before the first token is retried.
+  const resilient = (model: ChatModel): ChatModel => withRetries(withIdleTimeout(model, { idleTimeoutMs }));
   switch (provider) {
     case "openai-compatible": {
       const baseURL = httpUrl(env, "TIDEMARK_OPENAI_BASE_URL");
       if (!baseURL) throw new ConfigurationError("--model openai-compatible:… needs TIDEMARK_OPENAI_BASE_URL (e.g. http://127.0.0.1:11434/v1).", { setting: "TIDEMARK_OPENAI_BASE_URL" });
-      return withRetries(createOpenAICompatibleModel({ model: name, baseURL, apiKey: setting(env, "TIDEMARK_OPENAI_API_KEY"), cancel, onBackgroundError }));
+      return resilient(createOpenAICompatibleModel({ model: name, baseURL, apiKey: setting(env, "TIDEMARK_OPENAI_API_KEY"), cancel, onBackgroundError }));
     }
     case "openai": {
       const apiKey = setting(env, "TIDEMARK_OPENAI_API_KEY") ?? setting(env, "OPENAI_API_KEY");
       if (!apiKey) throw new ConfigurationError(`--model ${spec} needs an API key: set OPENAI_API_KEY (or TIDEMARK_OPENAI_API_KEY).`, { setting: "OPENAI_API_KEY" });
       const openai = createOpenAI({ apiKey, baseURL: httpUrl(env, "TIDEMARK_OPENAI_BASE_URL") });
-      return withRetries(fromAISDKModel(openai.chat(name), { id: spec, cancel, onBackgroundError }));
+      return resilient(fromAISDKModel(openai.chat(name), { id: spec, cancel, onBackgroundError }));
     }
     case "anthropic": {
       const apiKey = setting(env, "TIDEMARK_ANTHROPIC_API_KEY") ?? setting(env, "ANTHROPIC_API_KEY");
       if (!apiKey) throw new ConfigurationError(`--model ${spec} needs an API key: set ANTHROPIC_API_KEY (or TIDEMARK_ANTHROPIC_API_KEY).`, { setting: "ANTHROPIC_API_KEY" });
       const anthropic = createAnthropic({ apiKey });
-      return withRetries(fromAISDKModel(anthropic(name), { id: spec, cancel, onBackgroundError }));
+      return resilient(fromAISDKModel(anthropic(name), { id: spec, cancel, onBackgroundError }));
     }
     default:
       throw new ConfigurationError(`Unknown model "${spec}". Use one of: ${MODEL_SPECS.join(", ")}.`, { setting: "--model" });

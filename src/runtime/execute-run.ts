@@ -23,7 +23,7 @@ import { runAgent, stoppedAt } from "./run-agent.js";
 import { pendingStepOf, type RunExecution } from "./run-execution.js";
 
 /** How a run's execution ended, for the caller's metrics. */
-export type ExecutionOutcome = "completed" | "cancelled" | "failed" | "handed_back" | "superseded";
+export type ExecutionOutcome = "completed" | "cancelled" | "failed" | "handed_back" | "superseded" | "fenced";
 
 /**
  * Executes a claimed run to its end. The store's status is the authority: whatever the plan
@@ -58,6 +58,13 @@ export async function executeRun(execution: RunExecution): Promise<ExecutionOutc
  */
 async function settle(execution: RunExecution, outcome: WorkOutcome, planError: unknown): Promise<ExecutionOutcome> {
   const { run, store } = execution;
+  // A run this process let go of (its lease could not be renewed) is decided without the store,
+  // which may well be out of reach: nothing is read or written for it here any more.
+  if (execution.stop.state.kind === "fenced") {
+    const action = decideSettle({ status: run.status, isSameAttempt: true, stop: execution.stop.state, outcome });
+    const settled = await carryOutSettle(execution, run, action, planError);
+    if (settled !== "decide_again") return settled;
+  }
   for (;;) {
     const current = await store.getRun(run.tenantId, run.runId);
     if (!current) return "failed";
@@ -76,6 +83,9 @@ async function carryOutSettle(
   const { run, store, clock } = execution;
   const base = { tenantId: run.tenantId, runId: run.runId, attempt: run.attempt, now: clock.now() };
   switch (action.kind) {
+    case "relinquish":
+      // Self-fenced (decision 014): the recoverer applies the run's policy once the lease expired.
+      return "fenced";
     case "superseded":
       // Recovery gave the run to a new attempt (this worker's lease had expired): it is that
       // attempt's to settle, and this one writes nothing.

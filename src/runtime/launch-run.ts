@@ -5,6 +5,7 @@ import { runInBackground } from "./background.js";
 import { CancelScope } from "./cancel-scope.js";
 import type { DisconnectWatch } from "./disconnect-watch.js";
 import { executeRun, type ExecutionOutcome } from "./execute-run.js";
+import { fencedStore } from "./fenced-store.js";
 import { runLogFields, type Logger } from "../core/logger.js";
 import type { ChatModel, ModelToolDefinition } from "../core/model.js";
 import type { AgentRegistry } from "../agents/agent-registry.js";
@@ -56,16 +57,24 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
   const { store, clock, logger } = context;
   const key = runKey(run.tenantId, run.runId);
   const scope = CancelScope.root({ shieldTimeoutMs: context.shieldTimeoutMs });
-  const emit = context.emitter(run);
+  const emitToStream = context.emitter(run);
+  // Once the lease keeper let go of the run (decision 014), its execution writes nothing more:
+  // no store call, no event (the recoverer continues the stream), no trace.
+  const isFenced = (): boolean => execution.stop.state.kind === "fenced";
+  const emit = (draft: RunEventDraft): void => {
+    if (!isFenced()) emitToStream(draft);
+  };
   const execution: RunExecution = {
     run,
-    store,
+    store: fencedStore(store, isFenced),
     model: context.model,
     clock,
     logger,
     scope,
     emit,
-    trace: (kind, data) => context.trace(run, kind, data),
+    trace: (kind, data) => {
+      if (!isFenced()) context.trace(run, kind, data);
+    },
     requestCancel: async (reason) => {
       await context.cancelRun(run.tenantId, run.runId, reason);
     },
@@ -138,6 +147,8 @@ const STATUS_AFTER: Readonly<Record<ExecutionOutcome, RunRecord["status"] | unde
   failed: "failed",
   handed_back: "queued",
   superseded: undefined,
+  // Self-fenced: whoever recovers the run says how it ended.
+  fenced: undefined,
 };
 
 function finished(context: LaunchRunContext, execution: RunExecution, run: RunRecord, outcome: ExecutionOutcome): void {

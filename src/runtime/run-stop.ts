@@ -1,5 +1,6 @@
 import { isStopDecided, nextStop, type StopEvent, type StopState } from "../core/index.js";
 import type { CancelScope } from "./cancel-scope.js";
+import { LeaseLostError } from "./lease-lost-error.js";
 import { CancelRequestedError } from "./run-errors.js";
 
 /**
@@ -25,9 +26,7 @@ export class RunStop {
   apply(event: StopEvent): boolean {
     const step = nextStop(this.#state, event);
     this.#state = step.state;
-    if (step.abortWork) {
-      this.#scope.cancel(step.state.kind === "draining" ? new Error("shutdown") : new CancelRequestedError(reasonOf(step.state)));
-    }
+    if (step.abortWork) this.#scope.cancel(abortReason(step.state));
     if (isStopDecided(this.#state)) this.#markDecided?.();
     return step.abortWork;
   }
@@ -38,6 +37,12 @@ export class RunStop {
     this.#whenDecided ??= new Promise((resolve) => (this.#markDecided = resolve));
     return this.#whenDecided;
   }
+}
+
+function abortReason(state: StopState): Error {
+  if (state.kind === "draining") return new Error("shutdown");
+  if (state.kind === "fenced") return new LeaseLostError();
+  return new CancelRequestedError(reasonOf(state));
 }
 
 function reasonOf(state: StopState): string {

@@ -17,6 +17,7 @@ import { cancelRun, terminateThread, type CancelRunContext, type CancelRunResult
 import { DEFAULT_SHIELD_TIMEOUT_MS } from "./cancel-scope.js";
 import { ClusterWorker } from "./cluster-worker.js";
 import { forwardDecision } from "./forward-decision.js";
+import { LeaseKeeper } from "./lease-keeper.js";
 import { DisconnectWatch } from "./disconnect-watch.js";
 import { silentLogger, type Logger } from "../core/logger.js";
 import type { ChatModel } from "../core/model.js";
@@ -110,6 +111,7 @@ export class Runtime {
   readonly #scheduler: RunScheduler;
   readonly #approvals: Approvals;
   readonly #worker: ClusterWorker | undefined;
+  readonly #leases: LeaseKeeper;
   readonly #start: StartRunContext;
   readonly #cancel: CancelRunContext;
   readonly #confirmations: OperationConfirmationContext;
@@ -181,6 +183,7 @@ export class Runtime {
       onRunSettled: () => this.#worker?.claimSoon(),
       liveOutputs: this.#liveOutputs,
     }));
+    this.#leases = new LeaseKeeper({ store, clock, timers, logger, workerId: this.workerId, leaseMs, active: scheduler.active, trace });
     this.#confirmations = { store, clock, logger, tools };
     this.#cancel = {
       store,
@@ -273,19 +276,16 @@ export class Runtime {
   }
 
   /**
-   * Starts the lease heartbeat and the recovery sweep (and runs one sweep now); with a cluster, a
-   * worker also claims queued runs (woken by NOTIFY, polled as the fallback) and listens for the
-   * cancels and approvals other processes accepted. An API process executes nothing.
+   * Starts the lease heartbeat (which stops the runs whose lease it could not renew in time,
+   * decision 014) and the recovery sweep (and runs one sweep now); with a cluster, a worker also
+   * claims queued runs (woken by NOTIFY, polled as the fallback) and listens for the cancels and
+   * approvals other processes accepted. An API process executes nothing.
    */
   async start(): Promise<void> {
     if (this.#role === "api") return;
-    const heartbeat = this.#timerSource.setInterval(() => {
-      runInBackground(this.#logger, "lease heartbeat", () =>
-        this.store.renewLeases(this.workerId, this.#clock.now() + this.#leaseMs),
-      );
-    }, Math.max(50, this.#leaseMs / 3));
+    this.#leases.start();
     const sweep = this.#timerSource.setInterval(() => runInBackground(this.#logger, "recovery", () => this.recover()), Math.max(50, this.#leaseMs / 2));
-    this.#timers = [heartbeat, sweep];
+    this.#timers = [sweep];
     if (this.#worker) this.#timers.push(...this.#worker.start());
     await this.recover();
     this.#worker?.claimSoon();
@@ -374,7 +374,10 @@ export class Runtime {
       const scheduler = this.#scheduler;
       let recovered = 0;
       for (const run of runs) {
-        if (scheduler.execution(run.tenantId, run.runId)) continue;
+        // A run executing here is not lost; one this process let go of (fenced) is, even if its
+        // execution is still winding down: that execution writes nothing more.
+        const execution = scheduler.execution(run.tenantId, run.runId);
+        if (execution && execution.stop.state.kind !== "fenced") continue;
         const recoveredRun = await recoverRun(run, {
           store: this.store,
           now: this.#clock.now(),
@@ -418,7 +421,8 @@ export class Runtime {
    */
   async close(): Promise<void> {
     for (const timer of this.#timers) this.#timerSource.clear(timer);
-    const wasExecuting = await this.#scheduler.drain();
+    // The leases are renewed while the runs drain, and let go of if they cannot be.
+    const wasExecuting = await this.#scheduler.drain().finally(() => this.#leases.stop());
     // The runs handed back are queued again: the other workers take them now, not at their next poll.
     if (wasExecuting) this.#cluster?.announceQueued();
     this.#disconnectWatch.clear();

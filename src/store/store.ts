@@ -31,6 +31,12 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** Options for {@link Store.renewLeases}. */
+export interface RenewLeasesOptions extends CallOptions {
+  /** Only these runs' leases (a lease the worker gave up, e.g. after it fenced itself, is never renewed again). */
+  runs?: readonly { tenantId: string; runId: string }[];
+}
+
 export interface CreateThreadInput {
   tenantId: string;
   threadId: string;
@@ -595,8 +601,11 @@ export interface Store {
 
   /** Gives up `owner`'s lease on a run it can no longer drive, so recovery takes it over now. */
   releaseLease(tenantId: string, runId: string, owner: string, options?: CallOptions): Promise<void>;
-  /** System-level: extends every lease `owner` holds on a non-terminal run. */
-  renewLeases(owner: string, leaseExpiresAt: number, options?: CallOptions): Promise<number>;
+  /**
+   * System-level: extends the leases `owner` holds on non-terminal runs (only those of `runs` when
+   * given: the runs the worker still executes); the number renewed.
+   */
+  renewLeases(owner: string, leaseExpiresAt: number, options?: RenewLeasesOptions): Promise<number>;
   /**
    * System-level: takes the expired lease of a lost attempt for recovery, so exactly one
    * recoverer acts on it; false when the lease is live again or the attempt moved on.

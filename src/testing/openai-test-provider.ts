@@ -35,6 +35,8 @@ export interface TestProviderScenario {
   resetBeforeFirstChunk?: { times?: number };
   /** Destroy the socket after `afterChunks` content/tool chunks were written. */
   failMidStream?: { afterChunks: number };
+  /** Stop writing after `afterChunks` content/tool chunks and keep the connection open (a stalled upstream), until the client leaves. */
+  stallMidStream?: { afterChunks: number };
   /** Gateway mode: keep generating (counting, not writing) after the client left, until cancelled. */
   ignoreDisconnect?: boolean;
   /** A cancel ends a still-open stream with status 499, or with a final 499 error event once streaming. */
@@ -400,6 +402,10 @@ class OpenAiTestProvider implements TestProvider {
         if (index > 0) await pause(intervalMs, signal);
         if (signal.aborted) break;
         if (scenario.failMidStream && index === scenario.failMidStream.afterChunks) return destroyAfterFlush(response);
+        if (scenario.stallMidStream && index === scenario.stallMidStream.afterChunks) {
+          await untilClosed(response, signal);
+          return;
+        }
         if (isClientGone()) {
           record.chunkTimes.push(performance.now());
         } else {
@@ -547,6 +553,20 @@ function errorType(status: number): string {
 
 function sendJson(response: http.ServerResponse, status: number, value: unknown): void {
   sendText(response, status, JSON.stringify(value));
+}
+
+/** Resolves once the response closed (the client left) or the generation was stopped. */
+function untilClosed(response: http.ServerResponse, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (response.destroyed || signal.aborted) return resolve();
+    const done = () => {
+      response.off("close", done);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    response.once("close", done);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }
 
 function sendText(response: http.ServerResponse, status: number, text: string, headers: http.OutgoingHttpHeaders = {}): void {

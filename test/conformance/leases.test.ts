@@ -44,6 +44,24 @@ describe.each(adapters)("leases and recovery ($name)", (adapter) => {
     expect((await store.getRun(TENANT, done.runId))?.leaseExpiresAt).toBeNull();
   });
 
+  it("renewLeases with runs extends only those of the owner's leases (a fenced run's lease is left to lapse)", async () => {
+    const kept = await runningRun({ owner: "w1" });
+    const keptElsewhere = await runningRun({ tenantId: OTHER_TENANT, owner: "w1" });
+    const fenced = await runningRun({ owner: "w1" });
+    const theirs = await runningRun({ owner: "w2" });
+    const runs = [kept, keptElsewhere, theirs].map((run) => ({ tenantId: run.tenantId, runId: run.runId }));
+
+    expect(await store.renewLeases("w1", T0 + 999_000, { runs })).toBe(2);
+
+    expect((await store.getRun(TENANT, kept.runId))?.leaseExpiresAt).toBe(T0 + 999_000);
+    expect((await store.getRun(OTHER_TENANT, keptElsewhere.runId))?.leaseExpiresAt).toBe(T0 + 999_000);
+    expect((await store.getRun(TENANT, fenced.runId))?.leaseExpiresAt).toBe(fenced.leaseExpiresAt);
+    expect((await store.getRun(TENANT, theirs.runId))?.leaseExpiresAt).toBe(theirs.leaseExpiresAt);
+    // The same run id under another tenant is another run.
+    expect(await store.renewLeases("w1", T0 + 999_001, { runs: [{ tenantId: OTHER_TENANT, runId: kept.runId }] })).toBe(0);
+    expect(await store.renewLeases("w1", T0 + 999_001, { runs: [] })).toBe(0);
+  });
+
   it("releaseLease makes only the owner's run recoverable at once", async () => {
     const mine = await runningRun({ owner: "w1" });
     const theirs = await runningRun({ owner: "w2" });

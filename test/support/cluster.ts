@@ -57,9 +57,10 @@ async function startNode(options: {
   schema: string;
   outbox: string;
   env: Record<string, string>;
+  databaseUrl: string;
 }): Promise<ClusterNode> {
   const port = await freePort();
-  const args = [CLI, "serve", "--db", TEST_PG_URL, "--schema", options.schema, "--role", options.role, "--port", String(port), "--outbox", options.outbox];
+  const args = [CLI, "serve", "--db", options.databaseUrl, "--schema", options.schema, "--role", options.role, "--port", String(port), "--outbox", options.outbox];
   const child = spawn(process.execPath, args, { env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
   let stderrLines = "";
@@ -125,6 +126,8 @@ async function startNode(options: {
 export interface ClusterOptions {
   /** More environment for every process (the demo model's pace, leases, …). */
   env?: Record<string, string>;
+  /** The database address of a process, by name (e.g. `worker-1` through a TCP proxy); default the test database's. */
+  databaseUrls?: Partial<Record<string, string>>;
 }
 
 /** Two API processes and two workers on one fresh schema; see {@link startCluster}. */
@@ -141,8 +144,10 @@ export class TestCluster {
   /** Every process ever started (for the final kill). */
   readonly #all: ClusterNode[] = [];
   readonly #pool: pg.Pool;
+  readonly #databaseUrls: Partial<Record<string, string>>;
 
   constructor(options: ClusterOptions = {}) {
+    this.#databaseUrls = options.databaseUrls ?? {};
     this.schema = newTestSchemaName("tm_cluster");
     this.dir = mkdtempSync(join(tmpdir(), "tidemark-cluster-"));
     this.outboxPath = join(this.dir, "outbox.db");
@@ -156,7 +161,8 @@ export class TestCluster {
   }
 
   async #start(name: string, role: NodeRole): Promise<ClusterNode> {
-    const node = await startNode({ name, role, schema: this.schema, outbox: this.outboxPath, env: this.env });
+    const databaseUrl = this.#databaseUrls[name] ?? TEST_PG_URL;
+    const node = await startNode({ name, role, schema: this.schema, outbox: this.outboxPath, env: this.env, databaseUrl });
     this.#all.push(node);
     return node;
   }

@@ -25,12 +25,20 @@ export async function releaseLease(context: SqlContext, tenantId: string, runId:
   ).run(tenantId, runId, owner);
 }
 
-/** Extends every live lease a worker holds; the number renewed. */
-export async function renewLeases(context: SqlContext, owner: string, leaseExpiresAt: number): Promise<number> {
+/** Extends the leases a worker holds on unfinished runs (only those of `runs` when given); the number renewed. */
+export async function renewLeases(
+  context: SqlContext,
+  owner: string,
+  leaseExpiresAt: number,
+  runs?: readonly { tenantId: string; runId: string }[],
+): Promise<number> {
+  if (runs?.length === 0) return 0;
+  // Row values against a VALUES list: the same text on SQLite (3.15+) and PostgreSQL.
+  const only = runs ? ` AND (tenant_id, run_id) IN (VALUES ${runs.map(() => "(?, ?)").join(", ")})` : "";
   const result = await context.sql(
     `UPDATE runs SET lease_expires_at = ?
-     WHERE lease_owner = ? AND status NOT IN ('completed', 'failed', 'cancelled')`,
-  ).run(leaseExpiresAt, owner);
+     WHERE lease_owner = ? AND status NOT IN ('completed', 'failed', 'cancelled')${only}`,
+  ).run(leaseExpiresAt, owner, ...(runs ?? []).flatMap((run) => [run.tenantId, run.runId]));
   return result.changes;
 }
 

@@ -34,6 +34,7 @@ import type {
   SaveFragmentResult,
   SaveStepsInput,
   CallOptions,
+  RenewLeasesOptions,
   Store,
   TakeOverLeaseInput,
   ThreadSnapshot,
@@ -224,9 +225,9 @@ export class SqlStore implements Store {
     await releaseLease(this.#context, tenantId, runId, owner);
   }
 
-  async renewLeases(owner: string, leaseExpiresAt: number, options: CallOptions = {}): Promise<number> {
+  async renewLeases(owner: string, leaseExpiresAt: number, options: RenewLeasesOptions = {}): Promise<number> {
     options.signal?.throwIfAborted();
-    return renewLeases(this.#context, owner, leaseExpiresAt);
+    return renewLeases(this.#context, owner, leaseExpiresAt, options.runs);
   }
 
   async listRecoverableRuns(now: number, orphanedBefore: number, options: CallOptions = {}): Promise<RunRecord[]> {
