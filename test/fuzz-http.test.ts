@@ -92,7 +92,7 @@ describe("HTTP fuzz: every route, any input → a stable 4xx or success, never a
     const fail = (problem: string): never => {
       throw new Error(`${operation.name}: ${problem}\nsent ${describeRequest(raw)}\ngot ${describeAnswer(answer)}`);
     };
-    const problem = answerProblem(raw.path, answer);
+    const problem = answerProblem(raw.method, raw.path, answer);
     if (problem) fail(problem);
     if (answer.kind === "answer" && answer.text.includes(SECRETS[spec.tenant === 0 ? 1 : 0])) fail("the other tenant's data leaked");
     if (h.loggedErrors.length > 0) fail(`the server logged an error: ${h.loggedErrors[0]}`);

@@ -27,14 +27,16 @@ const PARSER_CODES = new Set(["headers_too_large", "malformed_request", "request
 
 const isCode = (code: unknown): code is keyof typeof ERROR_CODES => typeof code === "string" && Object.hasOwn(ERROR_CODES, code);
 
-/** What is wrong with `answer` for a request to `path`, or undefined. */
-export function answerProblem(path: string, answer: RawAnswer): string | undefined {
+/** What is wrong with `answer` for a `method` request to `path`, or undefined. */
+export function answerProblem(method: string, path: string, answer: RawAnswer): string | undefined {
   if (answer.kind === "no_answer") return `no answer: ${answer.reason}`;
   const { status } = answer;
   if (status >= 500) return `status ${status}`;
   if (status < 200 || (status >= 300 && status < 400)) return `unexpected status ${status}`;
   if (status < 400) return undefined;
   if (!answer.contentType.startsWith("application/json")) return `a ${status} answered as ${answer.contentType || "no content type"}`;
+  // A HEAD answer has the GET's headers and no body.
+  if (method === "HEAD") return answer.text === "" ? undefined : "a HEAD answered with a body";
   let body: any;
   try {
     body = JSON.parse(answer.text);

@@ -222,7 +222,7 @@ export function requestSpec(operation: FuzzOperation): fc.Arbitrary<RequestSpec>
     { weight: 1, arbitrary: fc.constantFrom<AuthChoice>("none", "wrong", "basic", "lowercase_bearer", "x-api-key") },
   );
   // Now and then a method the route does not have, on the same path.
-  const method = fc.oneof({ weight: 19, arbitrary: fc.constant(operation.method) }, { weight: 1, arbitrary: fc.constantFrom("PUT", "PATCH", "DELETE", "OPTIONS", "GET", "POST") });
+  const method = fc.oneof({ weight: 19, arbitrary: fc.constant(operation.method) }, { weight: 1, arbitrary: fc.constantFrom("PUT", "PATCH", "DELETE", "OPTIONS", "GET", "POST", "HEAD") });
   return fc
     .record({
       tenant: fc.constantFrom<0 | 1>(0, 1),
