@@ -152,6 +152,7 @@ function normalised(answer: RawAnswer, suffixes: readonly string[]) {
 /** The error code of an answer in any layer's shape, or empty. */
 function codeOf(answer: Extract<RawAnswer, { kind: "answer" }>): string {
   if (answer.status < 400) return answer.isStream ? "(stream)" : "";
+  if (answer.text === "") return "(no body: HEAD)";
   try {
     const body = JSON.parse(answer.text);
     return String(typeof body.error === "object" ? body.error?.code : body.error);
