@@ -174,6 +174,18 @@ describe("rollback and command through the LangGraph SDK", () => {
     expect(Object.values(outbox.countByKey())).toContain(1);
   });
 
+  it("join of a run paused for an approval answers at once (it waited forever before: found by the HTTP fuzz)", async () => {
+    const thread = await client.threads.create();
+    const { runId } = await pausedRun(thread.thread_id, "email carol@example.com the invoice");
+    const joined = await fetch(`${h.url}/langgraph/threads/${thread.thread_id}/runs/${runId}/join`, { signal: AbortSignal.timeout(5_000) });
+    expect(joined.status).toBe(200);
+    expect((await joined.json()).messages).toEqual(expect.arrayContaining([expect.objectContaining({ type: "human", content: "email carol@example.com the invoice" })]));
+    expect((await client.runs.get(thread.thread_id, runId)).status).toBe("interrupted");
+    // A Stop with ?wait=1 still waits until the run is really over.
+    expect(await client.runs.cancel(thread.thread_id, runId, true)).toMatchObject({ run_id: runId, status: "interrupted" });
+    expect((await h.api(`/v1/runs/${runId}`)).body.status).toBe("cancelled");
+  });
+
   it("command resume {approved: false} rejects it: nothing is sent and the run ends; bad commands are 4xx, never 5xx", async () => {
     const thread = await client.threads.create();
     const sentBefore = Object.keys(outbox.countByKey()).length;

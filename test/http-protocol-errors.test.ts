@@ -94,6 +94,15 @@ describe("requests Node cannot parse, aborted uploads, HEAD on a stream", () => 
     expect(JSON.parse(response.body)).toEqual({ error: "headers_too_large", message: "The request's headers are too large." });
   });
 
+  it("headers over Node's limit on a HEAD: 431 with the headers alone (a body would be garbage to the client)", async () => {
+    const raw = await exchange(h.tidemark.port, `HEAD /v1/threads HTTP/1.1\r\nHost: x\r\nX-Padding: ${"a".repeat(20_000)}\r\n\r\n`);
+
+    const response = parseResponse(raw);
+    expect(response.statusLine).toBe("HTTP/1.1 431 Request Header Fields Too Large");
+    expect(response.headers).toMatchObject({ "content-type": "application/json", connection: "close" });
+    expect(response.body).toBe("");
+  });
+
   it.each([
     ["a header without a colon", "GET /v1/threads HTTP/1.1\r\nHost x\r\n\r\n"],
     ["a broken request line", "GET\r\n\r\n"],

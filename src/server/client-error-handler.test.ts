@@ -48,6 +48,23 @@ describe("createClientErrorHandler", () => {
     expect(socket.isDestroyed).toBe(true);
   });
 
+  it("answers a HEAD with the headers alone (found by the HTTP fuzz: its body broke the client's parser)", () => {
+    const socket = fakeSocket();
+    const rawPacket = Buffer.from(`HEAD /v1/threads HTTP/1.1\r\nX-Padding: ${"a".repeat(100)}`);
+
+    handle(Object.assign(failure("HPE_HEADER_OVERFLOW"), { rawPacket }), socket as unknown as Duplex);
+
+    const [head = "", body] = socket.written!.split("\r\n\r\n");
+    expect(head.split("\r\n")).toEqual([
+      "HTTP/1.1 431 Request Header Fields Too Large",
+      "content-type: application/json",
+      `content-length: ${Buffer.byteLength(JSON.stringify({ error: "headers_too_large", message: "The request's headers are too large." }))}`,
+      "connection: close",
+    ]);
+    expect(body).toBe("");
+    expect(socket.isDestroyed).toBe(true);
+  });
+
   it.each([
     ["a reset connection", failure("ECONNRESET"), {}],
     ["a client gone mid-request", failure("HPE_INVALID_EOF_STATE"), {}],

@@ -9,8 +9,8 @@ import type { Duplex } from "node:stream";
 import { ERROR_CODES, type ErrorCode } from "../core/index.js";
 import type { Logger } from "../runtime/index.js";
 
-/** The error Node's HTTP parser reports (`HPE_…` codes come from llhttp). */
-type ClientError = Error & { code?: string };
+/** The error Node's HTTP parser reports (`HPE_…` codes come from llhttp), with the bytes it was parsing. */
+type ClientError = Error & { code?: string; rawPacket?: Buffer };
 
 /** The client closed or reset the connection: an abort, not a malformed request. */
 const CLIENT_GONE = new Set(["ECONNRESET", "HPE_INVALID_EOF_STATE"]);
@@ -43,12 +43,14 @@ export function createClientErrorHandler(logger: Logger) {
     const status = ERROR_CODES[code].status;
     const body = JSON.stringify({ error: code, message });
     logger.info({ error: code, parser_code: error.code ?? null }, "refused a request that is not valid HTTP");
+    // The answer to a HEAD has no body: a client would read one as garbage after the headers.
+    const isHead = error.rawPacket?.subarray(0, 5).toString("latin1") === "HEAD ";
     socket.end(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
         "content-type: application/json\r\n" +
         `content-length: ${Buffer.byteLength(body)}\r\n` +
         "connection: close\r\n\r\n" +
-        body,
+        (isHead ? "" : body),
       () => socket.destroy(),
     );
   };

@@ -22,6 +22,8 @@ export interface Harness {
   stream(runId: string, options?: { after?: number; signal?: AbortSignal }): AsyncGenerator<RunEvent>;
   /** Asserts `tidemark check` finds nothing wrong with the store. */
   expectNoViolations(): Promise<void>;
+  /** What the server logged as errors so far (`close` fails the test when there is any). */
+  loggedErrors: readonly string[];
   close(): Promise<void>;
 }
 
@@ -118,6 +120,7 @@ export async function startHarness(
       return collected;
     },
     stream: (runId, streamOptions) => stream(runId, streamOptions),
+    loggedErrors: backgroundErrors,
     async expectNoViolations() {
       const report = await checkStore(tidemark.store);
       if (report.violations.length > 0) throw new Error(formatCheckReport(report));

@@ -5,13 +5,16 @@ import type { Runtime } from "../../../runtime/index.js";
 const WAIT_SLICE_MS = 10_000;
 
 /**
- * The run once it is terminal, or as it stands when `signal` aborts (the client went away) or
- * `timeoutMs` ran out. Waits in slices so that an abandoned wait is dropped soon.
+ * The run once it is terminal or paused for an approval (LangGraph's `interrupted`: the run is
+ * done until a `command` resumes it, so `join` and `runs/wait` answer), or as it stands when
+ * `signal` aborts (the client went away) or `timeoutMs` ran out. Waits in slices so that an
+ * abandoned wait is dropped soon, and a pause is seen within a slice.
  */
 export async function waitForRun(runtime: Runtime, run: RunRecord, signal: AbortSignal, timeoutMs = Number.POSITIVE_INFINITY): Promise<RunRecord> {
   let current = run;
+  const isDone = (record: RunRecord) => isTerminalStatus(record.status) || record.status === "interrupted";
   // Each slice lasts its full length unless the run ends in it: counting them keeps the time.
-  for (let remainingMs = timeoutMs; !isTerminalStatus(current.status) && !signal.aborted && remainingMs > 0; remainingMs -= WAIT_SLICE_MS) {
+  for (let remainingMs = timeoutMs; !isDone(current) && !signal.aborted && remainingMs > 0; remainingMs -= WAIT_SLICE_MS) {
     const sliceMs = Math.min(WAIT_SLICE_MS, remainingMs);
     current = (await abortable(runtime.waitForTerminal(run.tenantId, run.runId, sliceMs), signal)) ?? current;
   }
