@@ -73,6 +73,17 @@ describe("GET /v1/openapi.json", () => {
     for (const [route, operationId] of Object.entries(OPERATION_IDS)) expect(found[route], route).toBe(operationId);
   });
 
+  it("writes every pattern as a JSON Schema regex a generated client can compile (no flags baked in)", () => {
+    const patterns = [...JSON.stringify(document).matchAll(/"pattern":("(?:[^"\\]|\\.)*")/g)].map((match) => JSON.parse(match[1]!) as string);
+    expect(patterns.length).toBeGreaterThan(0);
+    for (const pattern of patterns) {
+      expect(pattern, pattern).not.toMatch(/\/[a-z]*$/);
+      expect(() => new RegExp(pattern, "u"), pattern).not.toThrow();
+    }
+    // The title's: control characters refused, everything else allowed.
+    expect(patterns).toContain("^[^\\p{Cc}]*$");
+  });
+
   it("tags every operation with one declared resource", () => {
     const declared = document.tags.map((tag) => tag.name);
     expect(declared).toEqual(["threads", "runs", "messages", "operations", "agents", "system"]);

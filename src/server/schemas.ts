@@ -128,7 +128,8 @@ const ThreadTitle = z
   .min(1)
   .max(200)
   .regex(/^[^\p{Cc}]*$/u, "must not contain control characters")
-  .openapi({ description: "Trimmed, 1–200 characters, no control characters. The automatic title never replaces it." });
+  // The pattern as JSON Schema writes it (the generator would append the regex's `/u` flag to it).
+  .openapi({ description: "Trimmed, 1–200 characters, no control characters. The automatic title never replaces it.", pattern: "^[^\\p{Cc}]*$" });
 
 export const CreateThreadBody = z
   .strictObject({ title: ThreadTitle.optional(), metadata: z.record(z.string(), z.unknown()).optional() })
