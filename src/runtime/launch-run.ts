@@ -5,6 +5,7 @@ import { runInBackground } from "./background.js";
 import { CancelScope } from "./cancel-scope.js";
 import type { DisconnectWatch } from "./disconnect-watch.js";
 import { executeRun, type ExecutionOutcome } from "./execute-run.js";
+import { stopForAcceptedCancel } from "./cancel-run.js";
 import { fencedStore } from "./fenced-store.js";
 import { runLogFields, type Logger } from "../core/logger.js";
 import type { ChatModel, ModelToolDefinition } from "../core/model.js";
@@ -114,6 +115,10 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
       context.active.set(key, execution);
       emit({ type: "run.started", run_id: run.runId, thread_id: run.threadId, attempt: claimed.attempt, status: claimed.status });
       execution.run = claimed;
+      // A worker's batch claim registers its execution only now: a cancel accepted since the claim
+      // reached another launch of the run (one that then lost the claim) or a process that found
+      // no execution here. Read once more, so that it stops this one (the history checker's race).
+      if (isClaimed) await takeUpAcceptedCancel(context, execution);
       execution.tracing.claimed(claimed);
       const outcome = await executeRun(execution);
       isSettled = true;
@@ -161,4 +166,13 @@ function finished(context: LaunchRunContext, execution: RunExecution, run: RunRe
     }, runLogFields(run));
   }
   context.observer.onRunEnded?.(run, outcome);
+}
+
+/** Stops `execution` if its run's cancel was already accepted in the store (a no-op otherwise). */
+async function takeUpAcceptedCancel(context: LaunchRunContext, execution: RunExecution): Promise<void> {
+  const current = await context.store.getRun(execution.run.tenantId, execution.run.runId);
+  const accepted = current && current.attempt === execution.run.attempt ? acceptedCancelOf(current) : undefined;
+  if (!accepted) return;
+  const { reason, stateVersion, checkpointId } = accepted;
+  await stopForAcceptedCancel({ store: context.store, clock: context.clock }, execution, { reason, stateVersion, checkpointId, kind: "cancel_accepted" });
 }
