@@ -93,8 +93,15 @@ describe.each(STORES)("history checker (%s)", (storeKind) => {
     expect(counts.sequences).toBeGreaterThanOrEqual(RUNS);
   });
 
+  /** The long run's progress, every 100 sequences, to the file `TIDEMARK_HISTORY_PROGRESS` names (with the store's name). */
+  const progress = process.env.TIDEMARK_HISTORY_PROGRESS;
+  const startedAt = Date.now();
+
   function count(history: History): void {
     counts.sequences += 1;
+    if (progress !== undefined && counts.sequences % 100 === 0) {
+      writeFileSync(`${progress}-${storeKind}`, `${JSON.stringify({ storeKind, seed: SEED, ...counts, seconds: Math.round((Date.now() - startedAt) / 1000) })}\n`);
+    }
     counts.operations += history.operations.length;
     counts.runs += history.final.runs.size;
     for (const operation of history.operations) {
