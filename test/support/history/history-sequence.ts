@@ -18,6 +18,7 @@ export type Step =
   | { kind: "stream"; run: number; maxEvents: number }
   | { kind: "cancel"; run: number }
   | { kind: "release"; run: number }
+  /** Read the run until its approval prompt (`run.interrupted`), the end or a silence, then approve or reject. */
   | { kind: "decide"; run: number; decision: "approve" | "reject" }
   | { kind: "continue"; run: number }
   | { kind: "fork"; run: number }
@@ -122,6 +123,8 @@ export async function runSequence(server: SequenceServer, scheduler: fc.Schedule
       case "release":
         return client.release(run.runId, () => server.open(run.gate));
       case "decide":
+        // A person decides once the approval prompt is on the screen: read up to it (or the end), then answer.
+        await client.stream(run.runId, { untilTypes: ["run.interrupted"], idleMs: IDLE_MS * 4 });
         await client.decide(run.runId, step.decision);
         return;
       case "continue": {

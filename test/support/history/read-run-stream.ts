@@ -8,11 +8,13 @@ export interface ReadLimits {
   maxEvents?: number;
   /** Leave when nothing came for this long (a run held by its model, or waiting for approval). */
   idleMs?: number;
+  /** Leave after the first event of one of these types (e.g. `run.interrupted`: the approval prompt). */
+  untilTypes?: readonly string[];
 }
 
 /**
  * Reads `runId`'s events over SSE from `lastEventId` (sent as `Last-Event-ID`, as a reconnecting
- * client does) until the terminal event, `maxEvents` events, or `idleMs` of silence; closing the
+ * client does) until the terminal event, `maxEvents` events, one of `untilTypes`, or `idleMs` of silence; closing the
  * connection is the client's disconnect. Every frame's `id` and `event` must match its data.
  */
 export async function readRunStream(url: string, runId: string, lastEventId: number, limits: ReadLimits = {}): Promise<StreamRead> {
@@ -47,7 +49,8 @@ export async function readRunStream(url: string, runId: string, lastEventId: num
         read.outcome = "terminal";
         break;
       }
-      if (limits.maxEvents !== undefined && read.events.length >= limits.maxEvents) {
+      const isWanted = limits.untilTypes?.includes(event.type) ?? false;
+      if (isWanted || (limits.maxEvents !== undefined && read.events.length >= limits.maxEvents)) {
         read.outcome = "disconnected";
         break;
       }
