@@ -92,6 +92,10 @@ async function acceptCancel(
   traced.recorded(result.kind, "run" in result ? result.run : undefined);
   const isRecorded = result.kind === "accepted" || result.kind === "already_requested";
   execution?.stop.apply(isRecorded ? { type: "stop_recorded", reason } : { type: "stop_not_recorded" });
+  // Two launches of one run can meet (its create's and a worker's batch claim): the one this Stop
+  // reached may have lost the claim while the cancel was recorded. The one registered now stops too.
+  const registered = context.active.get(runKey(tenantId, runId));
+  if (isRecorded && registered && registered !== execution) registered.stop.apply({ type: "stop_recorded", reason });
   if (result.kind === "not_found") {
     if (!isId(runId, "run")) throw new TidemarkError("run_not_found", "No such run.");
     context.pendingCancels.remember(tenantId, runId, reason, clock.now());
@@ -107,8 +111,9 @@ async function acceptCancel(
     if (accepted) await context.cluster.sendControl(cancelNotice(result.run, accepted.reason, accepted.stateVersion, accepted.checkpointId));
   }
   if (result.kind !== "accepted") return result;
-  if (execution && result.heardMessage) execution.heardChars = result.heardMessage.content.length;
-  await carryOutAcceptedCancel(context, execution, result, reason);
+  const executing = registered ?? execution;
+  if (executing && result.heardMessage) executing.heardChars = result.heardMessage.content.length;
+  await carryOutAcceptedCancel(context, executing, result, reason);
   const { run, thread, checkpoint, heardMessage } = result;
   return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId, ...(heardMessage ? { heardMessage } : {}) };
 }
