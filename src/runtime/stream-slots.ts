@@ -32,11 +32,6 @@ export class StreamSlots {
       decrement(this.#perRun, runKey);
     };
   }
-
-  /** Open streams of a tenant (for tests and metrics). */
-  openStreams(tenantId: string): number {
-    return this.#perTenant.get(tenantId) ?? 0;
-  }
 }
 
 function decrement(counts: Map<string, number>, key: string): void {
