@@ -19,10 +19,16 @@ const WARMUP_RUNS = 10;
 const MEASURED_RUNS = 200;
 /** Time budget per setup, warm-up included; three setups stay within about a minute. */
 const SETUP_BUDGET_MS = 17_000;
+/** Stops measured after a quiet spell, and its length: longer than the pools' idle timeout (10 s), as a user's think time is. */
+const AFTER_IDLE_RUNS = 6;
+const IDLE_MS = 11_000;
 /** Deltas the client has seen before it presses Stop. */
 const DELTAS_BEFORE_CANCEL = 3;
-/** A slow, long answer (2,000 words at 100 words/s): every run is mid-generation when stopped. */
-const DEMO_ENV = { TIDEMARK_DEMO_WORDS_PER_SECOND: "100", TIDEMARK_DEMO_WORDS: "2000" };
+/**
+ * The shipped configuration: `npm start`'s defaults, nothing set (the demo model's 120 words at 30
+ * words/s: every run is mid-generation when it is stopped after its first deltas).
+ */
+const DEMO_ENV: Record<string, string> = {};
 const TARGET_P99_MS = 25;
 const PROMPT = "Please write a long answer so that I can press Stop.";
 
@@ -79,10 +85,10 @@ async function measureSetup(name: string, apiUrl: string, probe: ProbeChild | un
   return samples;
 }
 
-/** The time each run's `run.cancel_requested` was written to `run_events` (the worker's Date.now(), whole ms). */
-async function workerCancelEventTimes(schema: string): Promise<Map<string, number>> {
+/** When the worker emitted each run's `run.cancel_requested` and `run.cancelled` (`run_events.at`: its Date.now(), whole ms). */
+async function workerCancelEventTimes(schema: string, type: "run.cancel_requested" | "run.cancelled"): Promise<Map<string, number>> {
   const { rows } = await withBenchDatabase((client) =>
-    client.query<{ run_id: string; at: string }>(`SELECT run_id, at FROM ${schema}.run_events WHERE event LIKE '{"type":"run.cancel_requested"%'`),
+    client.query<{ run_id: string; at: string }>(`SELECT run_id, at FROM ${schema}.run_events WHERE event LIKE $1`, [`{"type":"${type}"%`]),
   );
   return new Map(rows.map((row) => [row.run_id, Number(row.at)]));
 }
@@ -117,7 +123,9 @@ export const clusterCancel: Benchmark = {
     let embedded: CancelSample[];
     let probed: CancelSample[];
     let shipped: CancelSample[];
+    const afterIdle: CancelSample[] = [];
     let eventTimes: Map<string, number>;
+    let cancelledTimes: Map<string, number>;
     const clock: Record<string, ClockOffset> = {};
     try {
       // 1. The embedded single process: HTTP, SQLite and execution in one process.
@@ -142,8 +150,15 @@ export const clusterCancel: Benchmark = {
       const cliWorker = await startServe({ name: "worker (CLI)", role: "worker", ...database });
       children.push(cliWorker);
       shipped = await measureSetup("cluster, CLI worker", api.url, undefined, log);
+      // 4. The same processes, each Stop after the user's think time (nothing else running meanwhile).
+      for (let index = 0; index < AFTER_IDLE_RUNS; index++) {
+        await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+        afterIdle.push(await cancelOnce(api.url, undefined));
+      }
+      log(`cluster-cancel: cluster, CLI worker after ${IDLE_MS / 1000} s idle: ${afterIdle.length} runs stopped`);
       childReports.push(...(await stopAll()));
-      eventTimes = await workerCancelEventTimes(schema);
+      eventTimes = await workerCancelEventTimes(schema, "run.cancel_requested");
+      cancelledTimes = await workerCancelEventTimes(schema, "run.cancelled");
     } finally {
       childReports.push(...(await stopAll()));
       await dropBenchSchema(schema, note);
@@ -157,6 +172,12 @@ export const clusterCancel: Benchmark = {
       return at === undefined ? undefined : at - sample.sentAt;
     };
     const shippedToWorker = values(shipped, toWorkerEvent);
+    // The worker's own part of a Stop: from the notice (its run.cancel_requested) to the recorded end (its run.cancelled).
+    const shippedWorkerStop = values(shipped, (sample) => {
+      const requested = eventTimes.get(sample.runId);
+      const cancelled = cancelledTimes.get(sample.runId);
+      return requested === undefined || cancelled === undefined ? undefined : cancelled - requested;
+    });
     const probedEventMinusAbort = values(probed, (sample) => {
       const at = eventTimes.get(sample.runId);
       return at === undefined || sample.toAbortMs === undefined ? undefined : at - (sample.sentAt + sample.toAbortMs);
@@ -181,7 +202,11 @@ export const clusterCancel: Benchmark = {
         ...p50AndP99("cluster: cancel sent → worker generation aborted (probe)", probedAbort, embeddedAbort, "aborted", true),
         ...p50AndP99("cluster, CLI worker: cancel sent → worker's run.cancel_requested (run_events.at, 1 ms res.)", shippedToWorker, embeddedAbort, "aborted", true),
         ...p50AndP99("cluster, CLI worker: cancel sent → 202", values(shipped, (sample) => sample.toReplyMs), embeddedReply, "202"),
-        ...p50AndP99("cluster, CLI worker: cancel sent → run.cancelled on SSE", values(shipped, (sample) => sample.toCancelledEventMs), embeddedCancelled, "run.cancelled"),
+        ...p50AndP99("cluster, CLI worker: cancel sent → run.cancelled on SSE", values(shipped, (sample) => sample.toCancelledEventMs), embeddedCancelled, "run.cancelled", true),
+        compared(
+          { label: `cluster, CLI worker, after ${IDLE_MS / 1000} s idle: cancel sent → run.cancelled on SSE, max of ${AFTER_IDLE_RUNS}`, value: round(Math.max(...values(afterIdle, (sample) => sample.toCancelledEventMs))), unit: "ms" },
+          embeddedBaseline("run.cancelled", embeddedCancelled, 99),
+        ),
       ],
       details: {
         method:
@@ -191,7 +216,7 @@ export const clusterCancel: Benchmark = {
           "(the in-process path: the scope is aborted before the store commit); cluster = the CLI's API process + a probe-host worker; " +
           "cluster, CLI worker = the same API process + the shipped CLI worker, whose only record of the stop is run_events.at of its run.cancel_requested " +
           "(Date.now() in the turn that aborted the scope: whole ms, floor)",
-        demoModel: DEMO_ENV,
+        demoModel: "npm start's defaults (no settings: 30 words/s, 120 words)",
         runs: { warmupPerSetup: WARMUP_RUNS, measuredPerSetupMax: MEASURED_RUNS, budgetPerSetupMs: SETUP_BUDGET_MS },
         clockCheck: {
           note: "probe host clock − this clock, by IPC ping-pong (fastest of 50); not applied; error ± rtt/2",
@@ -207,7 +232,16 @@ export const clusterCancel: Benchmark = {
             min: round(Math.min(...probedEventMinusAbort), 3),
           },
         },
-        clusterCliWorker: { ...summarizeSetup(shipped), sentToWorkerCancelEventMs: summarize(shippedToWorker) },
+        clusterCliWorkerAfterIdle: {
+          note: `each Stop after ${IDLE_MS} ms with nothing running (the pools close idle connections above their warm ones after 10 s)`,
+          sentToCancelledOnSseMs: values(afterIdle, (sample) => round(sample.toCancelledEventMs)),
+          sentToReplyMs: values(afterIdle, (sample) => round(sample.toReplyMs)),
+        },
+        clusterCliWorker: {
+          ...summarizeSetup(shipped),
+          sentToWorkerCancelEventMs: summarize(shippedToWorker),
+          workerCancelRequestedToCancelledMs: { note: "run_events.at of run.cancelled − of run.cancel_requested: the worker's stop, record and report (1 ms res.)", ...summarize(shippedWorkerStop) },
+        },
         children: childReports,
       },
     };

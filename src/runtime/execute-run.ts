@@ -49,7 +49,12 @@ export async function executeRun(execution: RunExecution): Promise<ExecutionOutc
   }
   // A local Stop aborts the work before the store records it: settle only once that is decided.
   await execution.stop.whenDecided();
-  return settle(execution, workOutcome(planError), planError);
+  try {
+    return await settle(execution, workOutcome(planError), planError);
+  } finally {
+    // A Stop's step rows not written with the run's end (see `runAgent`) land before the execution ends.
+    await execution.steps?.flush();
+  }
 }
 
 /**
@@ -64,6 +69,13 @@ async function settle(execution: RunExecution, outcome: WorkOutcome, planError: 
     const action = decideSettle({ status: run.status, isSameAttempt: true, stop: execution.stop.state, outcome });
     const settled = await carryOutSettle(execution, run, action, planError);
     if (settled !== "decide_again") return settled;
+  }
+  if (execution.stop.state.kind === "recorded") {
+    // The usual end of a recorded Stop, in one compare-and-set and no read first (what the loop
+    // below would decide for a run still `cancel_requested`); anything else is decided there.
+    const discarded = discardedStats(execution);
+    const finished = await finishCancelled(execution, discarded);
+    if (finished) return reportCancelled(execution, finished, discarded);
   }
   for (;;) {
     const current = await store.getRun(run.tenantId, run.runId);
@@ -105,8 +117,11 @@ async function carryOutSettle(
     case "report_completed":
       emitTerminal(execution, current, 0);
       return "completed";
-    case "finish_cancelled":
-      return finishCancelled(execution, current);
+    case "finish_cancelled": {
+      const discarded = discardedStats(execution);
+      const finished = await finishCancelled(execution, discarded);
+      return reportCancelled(execution, finished ?? (await store.getRun(run.tenantId, run.runId)) ?? current, discarded);
+    }
     case "hand_back":
       // A purposeful stop (the worker drains) is not a failure: the run goes back to the queue for another worker.
       await store.transitionRun({ ...base, from: [action.from], to: "queued" });
@@ -124,10 +139,13 @@ async function carryOutSettle(
   }
 }
 
-/** cancel_requested | cancelling → cancelled, with what was generated and not kept. */
-async function finishCancelled(execution: RunExecution, current: RunRecord): Promise<ExecutionOutcome> {
+/**
+ * cancel_requested | cancelling → cancelled, with what was generated and not kept; undefined when
+ * the store's run was not (or no longer) this attempt's to finish.
+ */
+async function finishCancelled(execution: RunExecution, discarded: Partial<UsageStats>): Promise<RunRecord | undefined> {
   const { run, store, clock } = execution;
-  const discarded = discardedStats(execution);
+  const steps = (await execution.steps?.takeUnwritten()) ?? [];
   const finished = await store.finishRun({
     tenantId: run.tenantId,
     runId: run.runId,
@@ -142,16 +160,22 @@ async function finishCancelled(execution: RunExecution, current: RunRecord): Pro
     },
     // Where the cancel was accepted by a process that does not execute the run, only this one knows the step.
     pendingStep: pendingStepOf(execution),
+    steps,
     now: clock.now(),
   });
-  if (discarded.discardedStreamChars) {
+  if (!finished) execution.steps?.returnUnwritten(steps);
+  if (finished && discarded.discardedStreamChars) {
     execution.trace("generation_discarded", {
       discarded_stream_chars: discarded.discardedStreamChars,
       discarded_output_tokens: discarded.discardedOutputTokens,
       tokens_estimated: discarded.tokensEstimated,
     });
   }
-  const final = finished ?? (await store.getRun(run.tenantId, run.runId)) ?? current;
+  return finished;
+}
+
+/** The terminal event of a cancelled run, with what it handed to external systems. */
+async function reportCancelled(execution: RunExecution, final: RunRecord, discarded: Partial<UsageStats>): Promise<ExecutionOutcome> {
   emitTerminal(execution, final, discarded.discardedStreamChars ?? 0, await externalEffects(execution, final));
   return "cancelled";
 }
@@ -275,7 +299,9 @@ function noteStoppedResponse(execution: RunExecution, context: ModelMessage[], c
 }
 
 /** What this run handed to external systems, from the ledger: the truth for `run.cancelled`. */
-export async function externalEffects(execution: Pick<RunExecution, "store">, run: RunRecord): Promise<ExternalEffect[]> {
+export async function externalEffects(execution: Pick<RunExecution, "store" | "hasHandedOver">, run: RunRecord): Promise<ExternalEffect[]> {
+  // Nothing to read for a first attempt that never began a commit (the usual Stop of an answer).
+  if (run.attempt === 1 && !execution.hasHandedOver) return [];
   const operations = await execution.store.listOperations(run.tenantId, run.threadId);
   return operations
     .filter((operation) => operation.runId === run.runId && HANDED_OVER.includes(operation.phase))

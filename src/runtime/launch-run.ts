@@ -91,6 +91,7 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
     generations: new GenerationMeters(),
     liveOutput: context.liveOutputs.get(key),
     heardChars: 0,
+    hasHandedOver: false,
     tracing: new RunTracing(run),
   };
   // Registered before the claim, so a cancel that lands while claiming still aborts it. Two

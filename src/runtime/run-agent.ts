@@ -4,6 +4,7 @@ import type { AgentRunContext, AgentStep, PublishedStep } from "../agents/define
 import { runPlan, type PlanResult, type StepContext, type StepDefinition } from "./plan.js";
 import { PublicationRejectedError } from "./publication-rejected-error.js";
 import type { RunExecution } from "./run-execution.js";
+import { endsTheRun } from "./run-stop.js";
 import { createStepContext } from "./step-context.js";
 import { StepJournal, type StepRecordRef } from "./step-journal.js";
 
@@ -39,7 +40,14 @@ export async function runAgent(execution: RunExecution, start: AgentStart): Prom
   };
   const reusable = agent.continuesFromHistory ? new Map<string, ReusableStep>() : await reusableSteps(execution, start.checkpoints);
   const messages = new Map(start.history.map((message) => [message.messageId, message]));
-  const journal = new StepJournal({ run: () => execution.run, store: execution.store, clock: execution.clock, logger: execution.logger, emit: execution.emit });
+  const journal = new StepJournal({
+    run: () => execution.run,
+    store: execution.store,
+    clock: execution.clock,
+    logger: execution.logger,
+    emit: execution.emit,
+    isEnding: () => endsTheRun(execution.stop.state),
+  });
   execution.steps = journal;
 
   const wrap = (step: AgentStep, parentStepId: string | null): StepDefinition => {
@@ -73,7 +81,10 @@ export async function runAgent(execution: RunExecution, start: AgentStart): Prom
       },
     );
   } finally {
-    await journal.flush();
+    // A Stop's cut steps are written with the run's end (or beside it: the run's row orders the
+    // two, and a late row takes the ended run's view); the execution waits for them before it ends
+    // (`executeRun`). A drain or a lost lease waits here: another attempt may write these rows next.
+    if (!endsTheRun(execution.stop.state)) await journal.flush();
   }
 }
 

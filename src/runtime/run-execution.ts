@@ -39,6 +39,8 @@ export interface RunExecution {
   readonly toolDefinitions: readonly ModelToolDefinition[];
   /** The consequential operation in progress, so a cancel can say what is still finishing. */
   activeOperation: { opId: string; toolName: string; phase: "prepared" | "awaiting_approval" | "committing" } | null;
+  /** Whether this execution began handing an operation to an external system (a commit the cancel's report must read back). */
+  hasHandedOver: boolean;
   /** Pauses the run (`interrupted`) until the user approves or rejects `operation`; rejects on Stop. */
   awaitApproval(operation: OperationRecord, signal: AbortSignal): Promise<"approved" | "rejected">;
   /** The run's stop: written by the cancel path, the cluster worker and a drain; read when settling. */

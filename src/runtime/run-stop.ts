@@ -39,6 +39,11 @@ export class RunStop {
   }
 }
 
+/** A user's Stop (asked, recorded or refused): the run ends here, and no other attempt follows this one. */
+export function endsTheRun(state: StopState): boolean {
+  return state.kind === "requested" || state.kind === "recorded" || state.kind === "unrecorded";
+}
+
 function abortReason(state: StopState): Error {
   if (state.kind === "draining") return new Error("shutdown");
   if (state.kind === "fenced") return new LeaseLostError();

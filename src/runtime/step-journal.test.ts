@@ -16,15 +16,17 @@ function setUp() {
   } as unknown as Store;
   const events: RunEventDraft[] = [];
   let now = 1_000;
+  const stop = { isEnding: false };
   const journal = new StepJournal({
     run: () => ({ tenantId: "t", runId: "run_1" }) as RunRecord,
     store,
     clock: { now: () => now++ },
     logger: silentLogger,
     emit: (draft) => events.push(draft),
+    isEnding: () => stop.isEnding,
   });
   const finishWrite = () => pending.shift()?.();
-  return { journal, writes, events, finishWrite };
+  return { journal, writes, events, finishWrite, stop };
 }
 
 describe("StepJournal", () => {
@@ -77,5 +79,38 @@ describe("StepJournal", () => {
     await new Promise(setImmediate);
     expect(writes.at(-1)!.steps.find((step) => step.stepId === "a")).toMatchObject({ checkpointId: "cp_1", result: "[1]", reusedFromRunId: "run_0", inputHash: "h" });
     finishWrite();
+  });
+
+  it("holds the rows of a run a Stop is ending for its end to write, after the write in flight; rows handed back are written by flush", async () => {
+    const { journal, writes, events, finishWrite, stop } = setUp();
+    for (const stepId of ["a", "b"]) journal.declare({ stepId, parentStepId: null, title: null, dependsOn: [], inputHash: null });
+    journal.update("a", "in_progress");
+    journal.update("b", "in_progress");
+    stop.isEnding = true;
+    journal.update("a", "cancelled", new Error("stopped"));
+    journal.update("b", "cancelled", new Error("stopped"));
+    // The events go at once; no write starts for them: only a's first row is in flight.
+    expect(events.filter((event) => event.type === "step.updated" && event.status === "cancelled")).toHaveLength(2);
+    expect(writes).toHaveLength(1);
+    const taking = journal.takeUnwritten();
+    finishWrite();
+    // The write in flight lands first; what gathered behind it is handed over, not written.
+    const taken = await taking;
+    expect(taken.map((row) => [row.stepId, row.status, row.error])).toEqual([
+      ["b", "cancelled", "Error: stopped"],
+      ["a", "cancelled", "Error: stopped"],
+    ]);
+    expect(writes).toHaveLength(1);
+    // The run's end did not write them (it lost its compare-and-set): flush writes them as they stand.
+    journal.returnUnwritten(taken);
+    const flushed = journal.flush();
+    await new Promise(setImmediate);
+    expect(writes).toHaveLength(2);
+    expect(writes[1]!.steps.map((row) => [row.stepId, row.status])).toEqual([
+      ["b", "cancelled"],
+      ["a", "cancelled"],
+    ]);
+    finishWrite();
+    await flushed;
   });
 });

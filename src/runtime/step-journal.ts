@@ -37,6 +37,8 @@ export interface StepJournalContext {
   clock: Clock;
   logger: Logger;
   emit(draft: RunEventDraft): void;
+  /** Whether a Stop is ending the run: its rows then wait to be written with the run's end (`takeUnwritten`). */
+  isEnding(): boolean;
 }
 
 /**
@@ -99,7 +101,7 @@ export class StepJournal {
       reused: entry.record?.reusedFromRunId != null,
     });
     this.#dirty.add(stepId);
-    this.#write();
+    if (!this.#context.isEnding()) this.#write();
   }
 
   /** The steps still in progress, in registration order (what a Stop waits for). */
@@ -107,15 +109,34 @@ export class StepJournal {
     return [...this.#entries.values()].filter((entry) => entry.status === "in_progress").map((entry) => entry.facts.stepId);
   }
 
-  /** Resolves once every change so far is written (failures are logged, never thrown). */
+  /** Resolves once every change so far is written, held ones too (failures are logged, never thrown). */
   async flush(): Promise<void> {
+    while (this.#writing) await this.#writing;
+    this.#write(true);
     while (this.#writing) await this.#writing;
   }
 
-  #write(): void {
-    if (this.#writing) return;
+  /**
+   * The rows not written yet, for the run's end to write in its own transaction (a Stop's cut
+   * steps: one transaction fewer before `run.cancelled`); a write in flight lands first.
+   */
+  async takeUnwritten(): Promise<StepUpdate[]> {
+    while (this.#writing) await this.#writing;
+    const rows = [...this.#dirty].map((stepId) => this.#rowOf(this.#entries.get(stepId)!));
+    this.#dirty.clear();
+    return rows;
+  }
+
+  /** Rows taken by {@link takeUnwritten} that the run's end did not write after all: written later, as they now stand. */
+  returnUnwritten(rows: readonly StepUpdate[]): void {
+    for (const row of rows) this.#dirty.add(row.stepId);
+  }
+
+  /** Writes the changed rows, one transaction at a time, until none is left (or, unless `isForced`, a Stop holds them). */
+  #write(isForced = false): void {
+    if (this.#writing || this.#dirty.size === 0) return;
     this.#writing = (async () => {
-      while (this.#dirty.size > 0) {
+      while (this.#dirty.size > 0 && (isForced || !this.#context.isEnding())) {
         const steps = [...this.#dirty].map((stepId) => this.#rowOf(this.#entries.get(stepId)!));
         this.#dirty.clear();
         const run = this.#context.run();

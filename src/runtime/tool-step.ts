@@ -143,6 +143,7 @@ async function runConsequential(
     }
     // The last safe point: after it, the action belongs to the external system.
     signal.throwIfAborted();
+    execution.hasHandedOver = true;
     const begun = await store.beginCommit({ tenantId: run.tenantId, opId: operation.opId, runId: run.runId, attempt: run.attempt, now: clock.now() });
     if (begun.kind === "refused") {
       throw signal.aborted ? signal.reason : new RunNotRunningError(run.runId, `the commit was refused (run ${begun.runStatus})`, begun.runStatus);

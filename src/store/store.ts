@@ -291,6 +291,8 @@ export interface FinishRunInput {
    * was not executing the run), with the resume policy that follows from it.
    */
   pendingStep?: PendingStep | null;
+  /** Step rows still to write (a Stop's cut steps), written in the same transaction before the run's end closes the rest. */
+  steps?: readonly StepUpdate[];
   /** Fencing: only while the run is in this attempt. */
   attempt?: number;
   now: number;

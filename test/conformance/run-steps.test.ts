@@ -340,6 +340,29 @@ describe.each(adapters)("a run's end closes its open steps ($name)", (adapter) =
     await expectClean();
   });
 
+  it("a cancelled run writes the step rows it is given (a Stop's cut steps) in its transaction, then closes the rest", async () => {
+    const run = await workingPlan();
+    expectKind(await cancel(run), "accepted");
+    const stoppedAt = tick();
+    const now = tick();
+    const cut: StepUpdate = { stepId: "b", status: "cancelled", endedAt: stoppedAt, error: "stopped" };
+
+    await store.finishRun({ tenantId: TENANT, runId: run.runId, to: "cancelled", from: ["cancel_requested"], stats: {}, steps: [cut], now });
+
+    const steps = await store.listRunSteps(TENANT, run.runId);
+    expect(steps.map((step) => [step.stepId, step.status, step.endedAt, step.error])).toEqual([
+      ["a", "completed", steps[0]!.endedAt, null],
+      ["b", "cancelled", stoppedAt, "stopped"],
+      ["c", "cancelled", now, null],
+      ["d", "cancelled", now, null],
+    ]);
+    // Refused (no longer this run's to finish): the rows it carried are not written either.
+    const other = await workingPlan();
+    expect(await store.finishRun({ tenantId: TENANT, runId: other.runId, to: "cancelled", from: ["cancel_requested"], stats: {}, steps: [cut], now: tick() })).toBeUndefined();
+    expect((await stepsOf(other)).b).toMatchObject({ status: "in_progress", error: null });
+    await expectClean();
+  });
+
   it("a failed run: the steps that were working fail, those not started are cancelled", async () => {
     const run = await workingPlan();
 

@@ -1,1 +1,1 @@
-export { createPool, createPostgresStore, type PostgresStoreOptions } from "./postgres-store.js";
+export { createPool, createPostgresStore, openWarmConnections, type PostgresStoreOptions } from "./postgres-store.js";

@@ -4,14 +4,14 @@
  * is tested on every adapter by the conformance suite (test/conformance/).
  */
 import pg from "pg";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { checkStore } from "../../check/index.js";
 import { createId } from "../../core/index.js";
 import { dropTestSchema, newTestSchemaName, TEST_PG_URL } from "../../testing/postgres-test-database.js";
 import { SqlStore } from "../sql/sql-store.js";
 import type { Store } from "../store.js";
 import { PgDriver } from "./pg-driver.js";
-import { createPool, createPostgresStore } from "./postgres-store.js";
+import { createPool, createPostgresStore, openWarmConnections } from "./postgres-store.js";
 import { PG_MIGRATIONS } from "./schema.js";
 import { claimedRunOnNewThread } from "../../../test/support/store-fixtures.js";
 
@@ -142,6 +142,30 @@ describe("migration 6 (run instructions and metadata)", () => {
     }
     const { rows } = await admin("SELECT MAX(version) AS version FROM schema_migrations");
     expect(rows[0]).toEqual({ version: 6 });
+  });
+});
+
+describe("warm connections", () => {
+  it("are opened at start and kept through a quiet spell; only the connections above them close when idle", async () => {
+    // The pool's idle timer (10 s) on fake time; the connections themselves are real.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const pool = createPool({ url: TEST_PG_URL, poolSize: 6, warmConnections: 2 });
+    try {
+      await openWarmConnections(pool);
+      expect(pool.totalCount).toBe(2);
+      const burst = await Promise.all(Array.from({ length: 5 }, () => pool.connect()));
+      expect(pool.totalCount).toBe(5);
+      for (const client of burst) client.release();
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect({ total: pool.totalCount, idle: pool.idleCount }).toEqual({ total: 2, idle: 2 });
+      // A Stop after the quiet spell finds them open: no new connection.
+      const { rows } = await pool.query("SELECT 1 AS one");
+      expect(rows).toEqual([{ one: 1 }]);
+      expect(pool.totalCount).toBe(2);
+    } finally {
+      vi.useRealTimers();
+      await pool.end();
+    }
   });
 });
 

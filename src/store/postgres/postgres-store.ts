@@ -16,6 +16,11 @@ export interface PostgresStoreOptions {
   /** Connections in the pool (default 10). */
   poolSize?: number;
   /**
+   * Connections kept open while idle, opened at start (default 3, at most `poolSize`): a Stop after
+   * a quiet spell must not wait for new connections (the pool closes others after 10 s idle).
+   */
+  warmConnections?: number;
+  /**
    * Reads an existing Tidemark schema only (`tidemark check`): creates and migrates nothing,
    * refuses a schema that is missing, holds no Tidemark tables or is at another migration version,
    * and runs every session read-only.
@@ -29,14 +34,18 @@ const TYPES = {
     oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
+const DEFAULT_WARM_CONNECTIONS = 3;
+
 /** Connects a pool to the database (in its own schema when one is named). */
 export function createPool(options: PostgresStoreOptions): pg.Pool {
   if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
     throw new ConfigurationError(`Not a schema name: ${options.schema}`, { setting: "--schema" });
   }
+  const max = options.poolSize ?? 10;
   return new pg.Pool({
     connectionString: options.url,
-    max: options.poolSize ?? 10,
+    max,
+    min: Math.min(options.warmConnections ?? DEFAULT_WARM_CONNECTIONS, max),
     types: TYPES,
     options: [options.schema ? `-c search_path=${options.schema}` : "", options.readOnly ? "-c default_transaction_read_only=on" : ""]
       .filter(Boolean)
@@ -65,9 +74,16 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       });
     }
     await migrate(pool);
+    await openWarmConnections(pool);
   } catch (error) {
     await pool.end();
     throw error;
   }
   return new SqlStore(new PgDriver(pool));
+}
+
+/** Opens the pool's warm connections now (it keeps `min` open, but only opens them on demand). */
+export async function openWarmConnections(pool: pg.Pool): Promise<void> {
+  const clients = await Promise.all(Array.from({ length: pool.options.min ?? 0 }, () => pool.connect()));
+  for (const client of clients) client.release();
 }

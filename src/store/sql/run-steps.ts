@@ -126,9 +126,13 @@ async function upsertSteps(tx: SqlContext, run: RunRecord, updates: readonly Ste
 export async function saveSteps(context: SqlContext, input: SaveStepsInput): Promise<void> {
   await context.transaction(async (tx) => {
     const run = await tx.run(input.tenantId, input.runId);
-    if (!run) return;
-    for (const batch of batchesOf(input.steps.map((update) => asOfRun(update, run)))) await upsertSteps(tx, run, batch);
+    if (run) await writeSteps(tx, run, input.steps);
   });
+}
+
+/** Upserts `steps` of `run` (as read, locked, in the caller's transaction), as that run takes them. */
+export async function writeSteps(tx: SqlContext, run: RunRecord, steps: readonly StepUpdate[]): Promise<void> {
+  for (const batch of batchesOf(steps.map((update) => asOfRun(update, run)))) await upsertSteps(tx, run, batch);
 }
 
 /** A step's own work, made durable in the caller's transaction by the checkpoint that records it. */

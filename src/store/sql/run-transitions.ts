@@ -10,7 +10,7 @@ import type {
   RequestCancelResult,
   TransitionRunInput,
 } from "../store.js";
-import { endUnfinishedSteps, recordStepWork } from "./run-steps.js";
+import { endUnfinishedSteps, recordStepWork, writeSteps } from "./run-steps.js";
 import { plainMessage } from "./plain-message.js";
 import type { SqlContext } from "./sql-context.js";
 import { StoreInvariantError } from "../store-invariant-error.js";
@@ -214,6 +214,7 @@ export async function finishRun(context: SqlContext, input: FinishRunInput): Pro
         run.cancelCheckpointId,
       );
     }
+    if (input.steps?.length) await writeSteps(tx, run, input.steps);
     // A terminal run shows no unfinished step: those still open end with it, in one statement.
     await endUnfinishedSteps(tx, run, input.to, input.now);
     return tx.setRunStatus(run, input.to, input.now, {

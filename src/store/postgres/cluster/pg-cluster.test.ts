@@ -117,6 +117,34 @@ describe("PgCluster", () => {
     readerHub.clear();
   });
 
+  it("appends the events a notice carries without reading them back, and reads the log where one does not follow on", async () => {
+    const runId = createId("run");
+    const readerHub = new EventHub();
+    const buffer = await reader.follow(readerHub, T, runId, 1);
+    const event = (seq: number, text: string) => JSON.stringify({ ...delta(runId, text), seq });
+    const { default: pg } = await import("pg");
+    const client = new pg.Client({ connectionString: TEST_PG_URL });
+    await client.connect();
+    const notify = (events: [number, string][]) =>
+      client.query("SELECT pg_notify($1, $2)", [`tidemark_${store.schema}_events`, JSON.stringify({ events: events.map(([seq, json]) => [T, runId, seq, json]) })]);
+    try {
+      // Seq 1 is nowhere in the log: only the notice can have delivered it.
+      await notify([[1, event(1, "carried")]]);
+      await until(buffer, () => buffer.lastSeq === 1);
+      expect(buffer.eventsBetween(0, 1)[0]).toMatchObject({ seq: 1, text: "carried" });
+      // Seq 2 was missed: a notice with seq 3 alone is not appended over the gap; the log is read instead.
+      for (const [seq, text] of [[2, "from the log"], [3, "from the log too"]] as const) {
+        await client.query(`INSERT INTO ${store.schema}.run_events (tenant_id, run_id, seq, event, at) VALUES ($1, $2, $3, $4, 0)`, [T, runId, seq, event(seq, text)]);
+      }
+      await notify([[3, event(3, "not this copy")]]);
+      await until(buffer, () => buffer.lastSeq === 3);
+      expect(buffer.eventsBetween(1, 3).map((appended) => (appended as { text?: string }).text)).toEqual(["from the log", "from the log too"]);
+    } finally {
+      await client.end();
+    }
+    readerHub.clear();
+  });
+
   it("delivers control messages and wake-ups to every process", async () => {
     const received = new Promise<ControlMessage>((resolve) => reader.onControl(resolve));
     const woken = new Promise<void>((resolve) => reader.onQueued(resolve));

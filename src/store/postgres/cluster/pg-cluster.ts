@@ -6,7 +6,7 @@
 import type { RunEvent } from "../../../core/index.js";
 import { silentLogger, type Logger } from "../../../core/logger.js";
 import type { EventHub, RunEventBuffer } from "../../../stream/index.js";
-import { createPool } from "../index.js";
+import { createPool, openWarmConnections } from "../index.js";
 import type { Cluster, ControlMessage } from "../../../runtime/cluster.js";
 import { PgEventFollower } from "./pg-event-follower.js";
 import { PgEventWriter } from "./pg-event-writer.js";
@@ -27,7 +27,7 @@ export async function createPgCluster(options: PgClusterOptions): Promise<Cluste
   const prefix = `tidemark_${options.schema ?? "public"}`;
   const channels = { control: `${prefix}_control`, queued: `${prefix}_queued`, events: `${prefix}_events` };
   // The event writer and the follower each keep at most one query in flight; notifies are short.
-  const pool = createPool({ url: options.url, schema: options.schema, poolSize: 3 });
+  const pool = createPool({ url: options.url, schema: options.schema, poolSize: 3, warmConnections: 2 });
   const writer = new PgEventWriter(pool, channels.events, logger);
   const follower = new PgEventFollower(pool, logger, options.eventPollMs ?? 1_000);
   const controlListeners: ((message: ControlMessage) => void)[] = [];
@@ -52,6 +52,7 @@ export async function createPgCluster(options: PgClusterOptions): Promise<Cluste
   });
   try {
     await listener.start();
+    await openWarmConnections(pool);
   } catch (error) {
     await pool.end();
     throw error;

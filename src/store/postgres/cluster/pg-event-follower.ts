@@ -1,7 +1,8 @@
 /**
  * Mirrors the events of runs executed by other processes into this process's hub, so a client
- * can (re)connect to any API process: a run's log is loaded once, then tailed on each NOTIFY
- * naming it, with a periodic read as the fallback for a lost notification. One tail query
+ * can (re)connect to any API process: a run's log is loaded once, then followed by each NOTIFY
+ * (which carries a small batch's events, or names the runs to read), with a periodic read as the
+ * fallback for a lost notification. One tail query
  * covers every followed run; at most one is in flight, and a wake-up during it runs another.
  */
 import type pg from "pg";
@@ -53,21 +54,49 @@ export class PgEventFollower {
     this.#followed.delete(key(tenantId, runId));
   }
 
-  /** A NOTIFY payload: the run ids written ("*" for any). */
+  /** A NOTIFY payload (`PgEventWriter`'s): the events written, or the run ids written ("*" for any). */
   wake(payload: string): void {
     if (this.#followed.size === 0) return;
+    if (payload.startsWith("{")) {
+      // Carried in the notice: appended now, and the log is read only where one did not follow on.
+      if (this.#appendCarried(payload)) this.#tailAll();
+      return;
+    }
     if (payload !== "*") {
       const runIds = new Set(payload.split(","));
       if (![...this.#followed.values()].some((followed) => runIds.has(followed.runId))) return;
     }
+    this.#tailAll();
+  }
+
+  /** Appends the events a notice carried to the runs followed here; true if one did not follow on (a gap, a new attempt). */
+  #appendCarried(payload: string): boolean {
+    let events: [tenantId: string, runId: string, seq: number, json: string][];
+    try {
+      events = (JSON.parse(payload) as { events: typeof events }).events;
+    } catch {
+      return true;
+    }
+    let isMissing = false;
+    for (const [tenantId, runId, seq, json] of events) {
+      const followed = this.#followed.get(key(tenantId, runId));
+      if (!followed || seq <= followed.buffer.lastSeq) continue;
+      if (seq === followed.buffer.lastSeq + 1 && attemptOf(seq) === attemptOf(followed.buffer.firstSeq)) this.#append(followed, seq, json);
+      else isMissing = true;
+    }
+    return isMissing;
+  }
+
+  /** Reads every followed run's log after its last seq: at most one read in flight, and one more if woken meanwhile. */
+  #tailAll(): void {
     if (this.#tail) {
       this.#isTailAgain = true;
       return;
     }
-    this.#tail = this.#tailAll().finally(() => (this.#tail = undefined));
+    this.#tail = this.#readUntilQuiet().finally(() => (this.#tail = undefined));
   }
 
-  async #tailAll(): Promise<void> {
+  async #readUntilQuiet(): Promise<void> {
     do {
       this.#isTailAgain = false;
       await this.#read([...this.#followed.values()]).catch((error: unknown) => {

@@ -1,7 +1,8 @@
 /**
  * Appends the events this process emits to `run_events`, in order, many per statement: while one
  * insert is in flight the next batch gathers (group commit), so the cost per event falls as the
- * rate rises. The insert wakes the API processes with one NOTIFY naming the runs it touched.
+ * rate rises. The insert wakes the API processes with one NOTIFY: a small batch carries its events
+ * (the API processes append them without reading the log back), a larger one names its runs.
  */
 import type pg from "pg";
 import type { RunEvent } from "../../../core/index.js";
@@ -15,7 +16,7 @@ interface PendingEvent {
   at: number;
 }
 
-/** A NOTIFY payload must stay under 8000 bytes; past this the payload says "every run". */
+/** A NOTIFY payload must stay under 8000 bytes; past this it names the runs, or says "every run". */
 const MAX_PAYLOAD = 7_000;
 const MAX_BATCH = 2_000;
 
@@ -52,8 +53,7 @@ export class PgEventWriter {
   }
 
   async #write(batch: PendingEvent[]): Promise<void> {
-    const runs = [...new Set(batch.map((event) => event.runId))].join(",");
-    const payload = runs.length <= MAX_PAYLOAD ? runs : "*";
+    const payload = notifyPayload(batch);
     for (let attempt = 1; ; attempt++) {
       try {
         await this.#pool.query(
@@ -83,4 +83,23 @@ export class PgEventWriter {
       }
     }
   }
+}
+
+/**
+ * What the NOTIFY of a written batch says (read by `PgEventFollower.wake`): the events themselves,
+ * `{"events":[[tenant, run, seq, json], …]}`, when they fit; otherwise the run ids, comma-separated,
+ * or "*".
+ */
+function notifyPayload(batch: readonly PendingEvent[]): string {
+  let bytes = 0;
+  for (const event of batch) {
+    bytes += event.json.length;
+    if (bytes > MAX_PAYLOAD) break;
+  }
+  if (bytes <= MAX_PAYLOAD) {
+    const inline = JSON.stringify({ events: batch.map((event) => [event.tenantId, event.runId, event.seq, event.json]) });
+    if (Buffer.byteLength(inline) <= MAX_PAYLOAD) return inline;
+  }
+  const runs = [...new Set(batch.map((event) => event.runId))].join(",");
+  return runs.length <= MAX_PAYLOAD ? runs : "*";
 }
