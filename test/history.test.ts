@@ -17,7 +17,7 @@ import { createDemoOutbox, createDemoTools, type DemoOutbox } from "../src/tools
 import { startHarness, type Harness, type HarnessStore } from "./support/harness.js";
 import { createGatedModel } from "./support/history/gated-model.js";
 import { checkHistory } from "./support/history/history-properties.js";
-import { runSequence, sequenceArbitrary } from "./support/history/history-sequence.js";
+import { runSequence, sequenceArbitrary, type SequencePlan } from "./support/history/history-sequence.js";
 import type { History } from "./support/history/history-types.js";
 
 const STORES: HarnessStore[] = ["sqlite", "postgres"];
@@ -73,51 +73,61 @@ describe.each(STORES)("history checker (%s)", (storeKind) => {
   });
 
   it(`holds every property over ${RUNS} interleavings (seed ${SEED})`, { timeout: Math.max(60_000, RUNS * 2_000) }, async () => {
+    const census = join(tmpdir(), `tidemark-history-${storeKind}-violations.jsonl`);
+    async function checkSequence(scheduler: fc.Scheduler, plan: SequencePlan): Promise<void> {
+      let phaseStart = performance.now();
+      const harness = await server();
+      timing.server += performance.now() - phaseStart;
+      served += 1;
+      phaseStart = performance.now();
+      const history = await runSequence({ url: harness.url, open: gated.open, gated: gated.gated }, scheduler, plan);
+      timing.sequence += performance.now() - phaseStart;
+      count(history);
+      const violations = checkHistory(history);
+      phaseStart = performance.now();
+      const storeCheck = await harness.expectNoViolations().then(
+        () => undefined,
+        (error: unknown) => String(error),
+      );
+      timing.check += performance.now() - phaseStart;
+      if (violations.length === 0 && storeCheck === undefined) return;
+      const evidence = { plan, violations, storeCheck, history: { ...history, final: Object.fromEntries(Object.entries(history.final).map(([key, map]) => [key, Object.fromEntries(map)])) } };
+      if (KEEP_GOING) {
+        // The long run's census: every failing sequence is kept, and the test fails at the end.
+        counts.failed += 1;
+        appendFileSync(census, `${JSON.stringify(evidence)}\n`);
+        return;
+      }
+      // The whole evidence goes to a file (the last failing sequence's, as shrinking goes on); the error shows its start.
+      const report = join(tmpdir(), `tidemark-history-${storeKind}-failure.json`);
+      writeFileSync(report, JSON.stringify(evidence, null, 1));
+      throw new Error(`${violations.length} violation(s)${storeCheck === undefined ? "" : " and tidemark check failed"}, evidence in ${report}:\n${storeCheck ?? ""}\n${JSON.stringify(violations, null, 1).slice(0, 6_000)}`);
+    }
     await fc.assert(
       fc.asyncProperty(fc.scheduler(), sequenceArbitrary, async (scheduler, plan) => {
-        let phaseStart = performance.now();
-        const harness = await server();
-        timing.server += performance.now() - phaseStart;
-        served += 1;
-        phaseStart = performance.now();
-        const history = await runSequence({ url: harness.url, open: gated.open, gated: gated.gated }, scheduler, plan);
-        timing.sequence += performance.now() - phaseStart;
-        count(history);
-        const violations = checkHistory(history);
-        phaseStart = performance.now();
-        const storeCheck = await harness.expectNoViolations().then(
-          () => undefined,
-          (error: unknown) => String(error),
-        );
-        timing.check += performance.now() - phaseStart;
-        if (violations.length === 0 && storeCheck === undefined) return;
-        const evidence = { plan, violations, storeCheck, history: { ...history, final: Object.fromEntries(Object.entries(history.final).map(([key, map]) => [key, Object.fromEntries(map)])) } };
-        if (KEEP_GOING) {
-          // The long run's census: every failing sequence is kept, and the test fails at the end.
+        if (!KEEP_GOING) return checkSequence(scheduler, plan);
+        // The census goes on past a sequence that threw too (a request that failed, a server that
+        // logged an error when it was replaced): it is counted and kept with the violations.
+        await checkSequence(scheduler, plan).catch((error: unknown) => {
           counts.failed += 1;
-          appendFileSync(join(tmpdir(), `tidemark-history-${storeKind}-violations.jsonl`), `${JSON.stringify(evidence)}\n`);
-          return;
-        }
-        // The whole evidence goes to a file (the last failing sequence's, as shrinking goes on); the error shows its start.
-        const report = join(tmpdir(), `tidemark-history-${storeKind}-failure.json`);
-        writeFileSync(report, JSON.stringify(evidence, null, 1));
-        throw new Error(`${violations.length} violation(s)${storeCheck === undefined ? "" : " and tidemark check failed"}, evidence in ${report}:\n${storeCheck ?? ""}\n${JSON.stringify(violations, null, 1).slice(0, 6_000)}`);
+          appendFileSync(census, `${JSON.stringify({ plan, error: error instanceof Error ? error.stack : String(error) })}\n`);
+        });
       }),
       { seed: SEED, numRuns: RUNS, path: process.env.TIDEMARK_HISTORY_PATH, endOnFailure: process.env.TIDEMARK_HISTORY_PATH !== undefined },
     );
     expect(counts.sequences).toBeGreaterThanOrEqual(RUNS);
-    expect(counts.failed, `failing sequences: see ${join(tmpdir(), `tidemark-history-${storeKind}-violations.jsonl`)}`).toBe(0);
+    expect(counts.failed, `failing sequences: see ${census}`).toBe(0);
   });
 
-  /** The long run's progress, every 100 sequences, to the file `TIDEMARK_HISTORY_PROGRESS` names (with the store's name). */
+  /**
+   * The long run's progress, every 100 sequences, appended to the file `TIDEMARK_HISTORY_PROGRESS`
+   * names (with the store's name): one JSON line each, so a run stopped early still says how far it got.
+   */
   const progress = process.env.TIDEMARK_HISTORY_PROGRESS;
   const startedAt = Date.now();
 
   function count(history: History): void {
     counts.sequences += 1;
-    if (progress !== undefined && counts.sequences % 100 === 0) {
-      writeFileSync(`${progress}-${storeKind}`, `${JSON.stringify({ storeKind, seed: SEED, ...counts, seconds: Math.round((Date.now() - startedAt) / 1000) })}\n`);
-    }
     counts.operations += history.operations.length;
     counts.runs += history.final.runs.size;
     for (const operation of history.operations) {
@@ -130,6 +140,10 @@ describe.each(STORES)("history checker (%s)", (storeKind) => {
     for (const read of history.final.streams.values()) {
       const key = `final ${read.events.at(-1)?.type}`;
       outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+    }
+    if (progress !== undefined && counts.sequences % 100 === 0) {
+      // Written once this sequence is counted (its failure, if any, is counted after its check: the next line has it).
+      appendFileSync(`${progress}-${storeKind}`, `${JSON.stringify({ storeKind, seed: SEED, ...counts, seconds: Math.round((Date.now() - startedAt) / 1000), at: new Date().toISOString() })}\n`);
     }
   }
 });

@@ -189,6 +189,8 @@ export async function announceCancel(
   accepted: AcceptedCancel,
 ): Promise<void> {
   const { store, clock, emit } = context;
+  // A publication that committed before this cancel may not have emitted yet: its events come first.
+  if (execution?.publishing?.size) await Promise.all(execution.publishing);
   emit({
     type: "run.cancel_requested",
     run_id: run.runId,

@@ -13,12 +13,25 @@ export type PublishRequest = Omit<PublishMessageInput, "tenantId" | "runId" | "c
  * any terminal write) committed first: sticky terminal status, decided by the store.
  */
 export async function publish(execution: RunExecution, request: PublishRequest): Promise<Extract<PublishMessageResult, { kind: "published" }>> {
-  const { run } = execution;
   // A live turn's answer enters history only once the user heard it all (an interruption
   // aborts this wait, and its cancel publishes the heard part instead).
   if (execution.liveOutput && request.role === "assistant" && request.content) {
     await execution.liveOutput.heardWhole(request.messageId, request.content, execution.scope.signal);
   }
+  // A cancel accepted while this write is under way waits for its events (`announceCancel`): the
+  // write may have committed first, its answer still on the way (seen on PostgreSQL).
+  const publishing = (execution.publishing ??= new Set());
+  const writing = writeAndEmit(execution, request);
+  const settled: Promise<void> = writing.then(
+    () => void publishing.delete(settled),
+    () => void publishing.delete(settled),
+  );
+  publishing.add(settled);
+  return writing;
+}
+
+async function writeAndEmit(execution: RunExecution, request: PublishRequest): Promise<Extract<PublishMessageResult, { kind: "published" }>> {
+  const { run } = execution;
   const published = await execution.store.publishMessage({
     ...request,
     tenantId: run.tenantId,

@@ -53,6 +53,11 @@ export interface RunExecution {
   heardChars: number;
   /** The run's OpenTelemetry spans (no-ops without an SDK). */
   readonly tracing: RunTracing;
+  /**
+   * Publications whose store write is under way (set by `publish`), each settled once its events
+   * are emitted: a cancel announced meanwhile waits for them, so the stream keeps the store's order.
+   */
+  publishing?: Set<Promise<void>>;
 }
 
 /** The step a cancel caught, for its checkpoint: the first still in progress, if any. */
