@@ -51,6 +51,8 @@ export interface RunExecution {
   heardChars: number;
   /** The run's OpenTelemetry spans (no-ops without an SDK). */
   readonly tracing: RunTracing;
+  /** A provider chunk arrived after the run's Stop aborted its request, and was discarded (metrics). */
+  chunkAfterStop(): void;
 }
 
 /** The step a cancel caught, for its checkpoint: the first still in progress, if any. */

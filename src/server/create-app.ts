@@ -50,6 +50,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     },
   });
   options.metrics.trackActiveRuns(() => options.runtime.activeRunCount);
+  options.metrics.trackQueuedRuns(() => options.runtime.store.countQueuedRuns());
   // First: every error answer of every layer is counted by its code, once its handler is done.
   app.use("*", async (c, next) => {
     await next();
