@@ -162,7 +162,7 @@ export interface CreateRunInput {
   now: number;
 }
 
-/** How many unfinished runs one tenant may have: running (or about to) and waiting behind another run. */
+/** How many unfinished runs one tenant may have: running (or about to) and waiting behind another run (`Infinity`: no limit, nothing counted). */
 export interface TenantRunLimits {
   maxActiveRuns: number;
   maxQueuedRuns: number;
