@@ -66,6 +66,8 @@ interface StopSample {
   toSignalMs: number;
   /** `POST /cancel` sent → `run.cancelled` appended to the run's buffer. */
   toCancelledMs: number;
+  /** This process's CPU (server and client) from just before the `POST` to `run.cancelled` appended. */
+  cpuMicros: number;
 }
 
 /** An exporter that drops every span: the SDK's cost without a collector's. */
@@ -120,6 +122,7 @@ async function streamRepetition(tidemark: Tidemark): Promise<StreamSample> {
 /** One Stop over HTTP of a run that has streamed a few deltas. */
 async function stopRepetition(variant: Variant): Promise<StopSample> {
   const { run, generation, watch } = await startStreamingRun(variant.cancel.runtime, TENANT, variant.probe.nextGeneration);
+  const cpu = process.cpuUsage();
   const sentAt = performance.now();
   const response = await fetch(`${variant.cancel.url}/v1/runs/${run.runId}/cancel`, {
     method: "POST",
@@ -130,11 +133,12 @@ async function stopRepetition(variant: Variant): Promise<StopSample> {
   const answeredAt = performance.now();
   if (response.status !== 202) throw new Error(`cancel answered ${response.status}`);
   const terminalAt = await withTimeout(watch.terminal, 5_000, "run.cancelled");
+  const used = process.cpuUsage(cpu);
   watch.unsubscribe();
   if (watch.terminalType() !== "run.cancelled") throw new Error(`run ended with ${watch.terminalType()}`);
   const abortedAt = generation.abortedAt;
   if (abortedAt === undefined) throw new Error("the generation was not aborted");
-  return { roundTripMs: answeredAt - sentAt, toSignalMs: abortedAt - sentAt, toCancelledMs: terminalAt - sentAt };
+  return { roundTripMs: answeredAt - sentAt, toSignalMs: abortedAt - sentAt, toCancelledMs: terminalAt - sentAt, cpuMicros: used.user + used.system };
 }
 
 /** The variants in a rotating order: repetition `index` starts with a different one each time. */
@@ -201,6 +205,10 @@ export const limitsTracingCost: Benchmark = {
       );
       figures.push(ratioFigure(`Stop → run.cancelled p${p}, limits+sdk`, stop("limits+sdk", "toCancelledMs", p), "ms", { label: "limits", value: stop("limits", "toCancelledMs", p) }));
     }
+    // The CPU a Stop costs is steadier on a shared machine than its latency, which waits on the other processes.
+    figures.push({ label: "Stop: CPU until run.cancelled p50, bare", value: round(stop("bare", "cpuMicros", 50), 0), unit: "µs" });
+    figures.push(ratioFigure("Stop: CPU until run.cancelled p50, limits", stop("limits", "cpuMicros", 50), "µs", { label: "bare", value: stop("bare", "cpuMicros", 50) }, fivePercent));
+    figures.push(ratioFigure("Stop: CPU until run.cancelled p50, limits+sdk", stop("limits+sdk", "cpuMicros", 50), "µs", { label: "limits", value: stop("limits", "cpuMicros", 50) }));
     figures.push({ label: "POST /cancel round trip p50, bare", value: round(stop("bare", "roundTripMs", 50)), unit: "ms" });
     figures.push(ratioFigure("POST /cancel round trip p50, limits", stop("limits", "roundTripMs", 50), "ms", { label: "bare", value: stop("bare", "roundTripMs", 50) }, fivePercent));
     figures.push(ratioFigure("POST /cancel round trip p50, limits+sdk", stop("limits+sdk", "roundTripMs", 50), "ms", { label: "limits", value: stop("limits", "roundTripMs", 50) }));
@@ -214,6 +222,7 @@ export const limitsTracingCost: Benchmark = {
         roundTripMs: summarize(stops[name].map((sample) => sample.roundTripMs)),
         toSignalMs: summarize(stops[name].map((sample) => sample.toSignalMs)),
         toCancelledMs: summarize(stops[name].map((sample) => sample.toCancelledMs)),
+        cpuMicros: summarize(stops[name].map((sample) => sample.cpuMicros)),
       },
     });
     return {
