@@ -17,13 +17,13 @@ const DELTAS_BEFORE_CANCEL = 3;
 const WAIT_MS = 5_000;
 
 /** One generation the model was asked for: when it started and when its signal aborted. */
-interface Generation {
+export interface Generation {
   startedAt: number;
   abortedAt: number | undefined;
 }
 
 /** Wraps a model so that each `stream()` call records `performance.now()` when its signal aborts. */
-function createAbortProbe(inner: ChatModel): { model: ChatModel; nextGeneration(): Promise<Generation> } {
+export function createAbortProbe(inner: ChatModel): { model: ChatModel; nextGeneration(): Promise<Generation> } {
   let waiter: ((generation: Generation) => void) | undefined;
   const model: ChatModel = {
     id: inner.id,
@@ -49,7 +49,7 @@ function createAbortProbe(inner: ChatModel): { model: ChatModel; nextGeneration(
 }
 
 /** Watches a run's buffer: resolves once `count` deltas are in it, and stamps the terminal event. */
-function watchBuffer(buffer: RunEventBuffer, count: number) {
+export function watchBuffer(buffer: RunEventBuffer, count: number) {
   let deltas = 0;
   for (let seq = buffer.firstSeq; seq <= buffer.lastSeq; seq++) if (buffer.typeAt(seq) === "message.delta") deltas++;
   let onDeltas: (() => void) | undefined;
@@ -70,7 +70,7 @@ function watchBuffer(buffer: RunEventBuffer, count: number) {
 }
 
 /** Starts a run on a fresh thread and waits until it has streamed a few deltas. */
-async function startStreamingRun(runtime: Runtime, tenantId: string, nextGeneration: () => Promise<Generation>) {
+export async function startStreamingRun(runtime: Runtime, tenantId: string, nextGeneration: () => Promise<Generation>) {
   const thread = await runtime.createThread(tenantId);
   const started = nextGeneration();
   const { run } = await runtime.startRun({

@@ -1,6 +1,6 @@
 import type { Cluster } from "./runtime/cluster.js";
 import { createPgCluster } from "./store/postgres/cluster/index.js";
-import { ConfigurationError, type RecoveryPolicy, type Timers } from "./core/index.js";
+import { ConfigurationError, type Clock, type RecoveryPolicy, type Timers } from "./core/index.js";
 import { createPostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/index.js";
 import type { Tool } from "./tools/index.js";
@@ -52,12 +52,16 @@ export interface TidemarkOptions {
   heartbeatMs?: number;
   maxBacklogEvents?: number;
   stallTimeoutMs?: number;
+  /** How long an SSE subscriber cut for being too slow may take to drain its last comment before its socket is destroyed (default 5 s). */
+  farewellTimeoutMs?: number;
   recoveryPolicy?: RecoveryPolicy;
   disconnectGraceMs?: number;
   /** How long a tool's commit may go on after a Stop or a shutdown before it is recorded `outcome_unknown` (default 30 s). */
   shieldTimeoutMs?: number;
   /** The runtime's timers: event TTL, disconnect grace, leases (default the system's); tests pass fake ones. */
   timers?: Timers;
+  /** The runtime's clock: run timestamps and lease expiries (default the system's); tests pass a fake one with fake timers. */
+  clock?: Clock;
   /** The tools the model may call. */
   tools?: readonly Tool[];
   /**
@@ -136,6 +140,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     disconnectGraceMs: options.disconnectGraceMs,
     shieldTimeoutMs: options.shieldTimeoutMs,
     timers: options.timers,
+    clock: options.clock,
     tools: options.tools,
     agents: options.agents,
     observer: metrics.observer,
@@ -156,6 +161,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     heartbeatMs: options.heartbeatMs,
     maxBacklogEvents: options.maxBacklogEvents,
     stallTimeoutMs: options.stallTimeoutMs,
+    farewellTimeoutMs: options.farewellTimeoutMs,
     webRoot: options.webRoot,
     timers: options.timers,
     rateLimit: options.rateLimit,

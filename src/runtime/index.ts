@@ -18,6 +18,7 @@ export type { ChatModel, ModelMessage, ModelRequest, ModelStreamPart, ModelUsage
 export { createJsonLogger, runLogFields, silentLogger, type Logger } from "../core/logger.js";
 export { runInBackground } from "./background.js";
 export type { ExecutionOutcome } from "./execute-run.js";
+export type { TraceCarrier } from "./tracing.js";
 export { ModelError, parseRetryAfter, type ModelErrorKind } from "../core/model-error.js";
 export { buildModelContext, findOrphanToolCalls, CANCELLED_BEFORE_EXECUTION, type ModelContextOptions } from "./model-context.js";
 export type { ToolCall, FinishReason, ModelToolDefinition } from "../core/model.js";

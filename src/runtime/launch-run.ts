@@ -17,7 +17,7 @@ import type { RunExecution } from "./run-execution.js";
 import { runKey } from "./run-key.js";
 import { RunStop } from "./run-stop.js";
 import type { RuntimeObserver } from "./runtime-observer.js";
-import { RunTracing } from "./tracing.js";
+import { RunTracing, type TraceCarrier } from "./tracing.js";
 
 /** What launching a run needs from the runtime. */
 export interface LaunchRunContext {
@@ -52,9 +52,10 @@ export interface LaunchRunContext {
 
 /**
  * Claims a queued run for this process and executes it in the background; `isClaimed` when the
- * caller already holds its lease (a worker's batch claim).
+ * caller already holds its lease (a worker's batch claim). `traceContext`: the creating request's
+ * W3C trace context, the parent of the run's span.
  */
-export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed = false): void {
+export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed = false, traceContext?: TraceCarrier): void {
   const { store, clock, logger } = context;
   const key = runKey(run.tenantId, run.runId);
   const scope = CancelScope.root({ shieldTimeoutMs: context.shieldTimeoutMs });
@@ -92,7 +93,8 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
     liveOutput: context.liveOutputs.get(key),
     heardChars: 0,
     hasHandedOver: false,
-    tracing: new RunTracing(run),
+    tracing: new RunTracing(run, traceContext),
+    chunkAfterStop: () => context.observer.onChunkAfterStop?.(execution.run),
   };
   // Registered before the claim, so a cancel that lands while claiming still aborts it. Two
   // launches of one run can meet here (the run's create launches it while a worker's batch claim

@@ -27,6 +27,8 @@ export interface LeaseKeeperPorts {
   /** The runs this process executes, by run key. */
   active: ReadonlyMap<string, RunExecution>;
   trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
+  /** Called for each run this process lets go of (metrics). */
+  onLeaseLost?(run: RunRecord): void;
 }
 
 /** The heartbeat's timings, all derived from the lease. */
@@ -184,6 +186,7 @@ export class LeaseKeeper {
       "leases could not be renewed: stopped the runs (self-fenced); recovery elsewhere decides their end",
     );
     for (const { execution, expiresAt } of fenced) {
+      this.#ports.onLeaseLost?.(execution.run);
       // Written in the background: it reaches the trace log once the database answers again.
       trace(execution.run, "lease_lost", { worker_id: workerId, fenced_at: now, lease_expires_at: expiresAt, last_renewed_at: this.#lastRenewedAt });
     }

@@ -58,6 +58,8 @@ export interface RunExecution {
    * are emitted: a cancel announced meanwhile waits for them, so the stream keeps the store's order.
    */
   publishing?: Set<Promise<void>>;
+  /** A provider chunk arrived after the run's Stop aborted its request, and was discarded (metrics). */
+  chunkAfterStop(): void;
 }
 
 /** The step a cancel caught, for its checkpoint: the first still in progress, if any. */

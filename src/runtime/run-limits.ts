@@ -1,4 +1,4 @@
-/** What one tenant may hold at once in this deployment (docs/reliability.md, "Limits"). */
+/** What one tenant may hold at once in this deployment (docs/reliability.md, "Limits"); `Infinity` turns a limit off. */
 export interface RunLimits {
   /** Unfinished runs of one tenant that are not waiting behind another run (default 10,000). */
   maxActiveRunsPerTenant: number;

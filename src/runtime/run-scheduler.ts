@@ -13,7 +13,7 @@ import type { RunJournal } from "./run-journal.js";
 import { runKey } from "./run-key.js";
 import { CLOSE_SETTLE_MS, settledWithin } from "./settled-within.js";
 import type { RuntimeObserver } from "./runtime-observer.js";
-import { traceDrain } from "./tracing.js";
+import { traceDrain, type TraceCarrier } from "./tracing.js";
 
 /** What the scheduler needs. */
 export interface RunSchedulerPorts {
@@ -86,9 +86,9 @@ export class RunScheduler {
   }
 
   /** Claims a queued run for this process and executes it in the background (an API process wakes the workers instead). */
-  launch(run: RunRecord): void {
+  launch(run: RunRecord, traceContext?: TraceCarrier): void {
     if (!this.#ports.executes) this.#ports.cluster?.announceQueued();
-    else launchRun(this.#launchContext, run);
+    else launchRun(this.#launchContext, run, false, traceContext);
   }
 
   /** Executes a run this worker already claimed (a batch claim). */

@@ -183,7 +183,7 @@ export class Runtime {
       onRunSettled: () => this.#worker?.claimSoon(),
       liveOutputs: this.#liveOutputs,
     }));
-    this.#leases = new LeaseKeeper({ store, clock, timers, logger, workerId: this.workerId, leaseMs, active: scheduler.active, trace });
+    this.#leases = new LeaseKeeper({ store, clock, timers, logger, workerId: this.workerId, leaseMs, active: scheduler.active, trace, onLeaseLost: (run) => observer.onLeaseLost?.(run) });
     this.#confirmations = { store, clock, logger, tools };
     this.#cancel = {
       store,
@@ -210,7 +210,7 @@ export class Runtime {
       isClosed: () => scheduler.isClosed,
       trace,
       saveTitle: (thread, firstMessage) => saveTitle({ store, model, clock, logger }, thread, firstMessage),
-      launch: (run) => scheduler.launch(run),
+      launch: (run, traceContext) => scheduler.launch(run, traceContext),
       cancelRun: cancel,
       waitForTerminal: (tenantId, runId, timeoutMs) => journal.waitForTerminal(tenantId, runId, timeoutMs),
       confirmUnknownOperations: (tenantId, threadId) => confirmUnknownOperations(this.#confirmations, tenantId, threadId),

@@ -20,6 +20,7 @@ import type { AgentRegistry } from "../agents/agent-registry.js";
 import { rollBackRun } from "./roll-back-run.js";
 import { stoppedAt } from "./run-agent.js";
 import type { RunLimits } from "./run-limits.js";
+import type { TraceCarrier } from "./tracing.js";
 
 /** A request to start a run. */
 export interface StartRunRequest {
@@ -51,6 +52,12 @@ export interface StartRunRequest {
   instructions?: string;
   /** The client's notes about the run, stored with it and returned as given; the runtime never reads them. */
   metadata?: Record<string, unknown>;
+  /**
+   * The caller's W3C trace context (`traceparent`, `tracestate` headers): the run's span becomes a
+   * child of it when the run executes in this process as it is created (not yet for a run that
+   * waits behind another or is taken by another process: the context is not stored with the run).
+   */
+  traceContext?: TraceCarrier;
 }
 
 /** What starting a run needs from the runtime. */
@@ -69,7 +76,7 @@ export interface StartRunContext {
   trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
   saveTitle(thread: ThreadRecord, firstMessage: string): void;
   /** Claims a queued run for this process and executes it in the background. */
-  launch(run: RunRecord): void;
+  launch(run: RunRecord, traceContext?: TraceCarrier): void;
   cancelRun(tenantId: string, runId: string, reason: string): Promise<CancelRunResult>;
   waitForTerminal(tenantId: string, runId: string, timeoutMs: number): Promise<RunRecord | undefined>;
   confirmUnknownOperations(tenantId: string, threadId: string): Promise<void>;
@@ -209,7 +216,7 @@ async function createRun(
   if (run.onDisconnect === "cancel") context.disconnectWatch.watch(run.tenantId, run.runId);
   // The buffer exists before the reply, so a client that subscribes at once waits for events.
   hub.ensure(run.tenantId, run.runId, run.attempt);
-  context.launch(run);
+  context.launch(run, request.traceContext);
   return { run, isNew: true };
 }
 

@@ -8,6 +8,7 @@ import type { RunExecution } from "./run-execution.js";
 import { runToolCall } from "./tool-step.js";
 import type { GenerationMeter } from "./generation-meter.js";
 import type { CancelScope } from "./cancel-scope.js";
+import type { StopState } from "../core/index.js";
 
 /** How a step's own work was made durable, once it was. */
 export type StepRecord = { kind: "published"; published: PublishedStep; checkpointId: string } | { kind: "tool"; outcome: StepToolOutcome; checkpointId: string };
@@ -131,7 +132,11 @@ async function generate(
   try {
     for await (const part of execution.model.stream({ messages: request, ...(tools.length ? { tools } : {}) }, { signal })) {
       // Safe point between chunks: nothing reaches the stream after a cancel was accepted.
-      if (signal.aborted) break;
+      if (signal.aborted) {
+        // The provider kept sending after a Stop aborted the request: counted for operators, dropped.
+        if (isStopping(execution.stop.state)) execution.chunkAfterStop();
+        break;
+      }
       if (part.type === "text-delta") {
         const text = storableText(part.text);
         parts.push(text);
@@ -155,4 +160,9 @@ async function generate(
   const text = parts.join("");
   meter.outputTokens = meter.usage?.outputTokens ?? Math.ceil(text.length / 4);
   return { generation: { messageId, text, toolCalls, usage: meter.usage }, meter };
+}
+
+/** Whether the run's work was aborted by a Stop (not a drain or a lost lease). */
+function isStopping(state: StopState): boolean {
+  return state.kind === "requested" || state.kind === "recorded" || state.kind === "unrecorded";
 }

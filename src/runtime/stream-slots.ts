@@ -12,6 +12,8 @@ export class StreamSlots {
 
   /** Takes a slot for a stream of `runId`; returns the function that gives it back (once). */
   take(tenantId: string, runId: string): () => void {
+    // Both limits off: nothing to count.
+    if (this.limits.maxStreamsPerTenant === Infinity && this.limits.maxStreamsPerRun === Infinity) return RELEASE_NOTHING;
     const runKey = `${tenantId}\u0000${runId}`;
     const tenantCount = this.#perTenant.get(tenantId) ?? 0;
     const runCount = this.#perRun.get(runKey) ?? 0;
@@ -33,6 +35,8 @@ export class StreamSlots {
     };
   }
 }
+
+const RELEASE_NOTHING = (): void => {};
 
 function decrement(counts: Map<string, number>, key: string): void {
   const next = (counts.get(key) ?? 1) - 1;

@@ -16,7 +16,7 @@
  *
  * Attributes carry ids, counts and lengths only: never message text or tool inputs.
  */
-import { context, SpanStatusCode, trace, type Attributes, type Context, type Span } from "@opentelemetry/api";
+import { context, propagation, SpanStatusCode, trace, type Attributes, type Context, type Span } from "@opentelemetry/api";
 import { isTerminalStatus, type RunRecord, type RunStatus, type StepStatus } from "../core/index.js";
 import { ModelError } from "../core/model-error.js";
 
@@ -26,6 +26,21 @@ export const TRACER_NAME = "tidemark";
 // Looked up per span, not cached: an SDK registered (or replaced) later is picked up.
 function tracer() {
   return trace.getTracer(TRACER_NAME);
+}
+
+/** A W3C trace context as it travels in HTTP headers (`traceparent`, and `tracestate` beside it). */
+export interface TraceCarrier {
+  traceparent?: string;
+  tracestate?: string;
+}
+
+/**
+ * The context a carrier names, through the registered propagator (the SDK's W3C one); without an
+ * SDK the API's propagator is a no-op and the context is the active one, unchanged.
+ */
+function contextOf(carrier: TraceCarrier | undefined): Context {
+  if (!carrier?.traceparent) return context.active();
+  return propagation.extract(context.active(), carrier);
 }
 
 /** The ids every span of a run carries. */
@@ -79,16 +94,22 @@ export class RunTracing {
   #cancel: CancelTrace | undefined;
   #isEnded = false;
 
-  constructor(run: RunRecord) {
+  readonly #parent: TraceCarrier | undefined;
+
+  /** `parent`: the trace context of the request that created the run, if it named one. */
+  constructor(run: RunRecord, parent?: TraceCarrier) {
     this.#run = run;
+    this.#parent = parent;
   }
 
-  /** The run was claimed, as the attempt it executes as: its span starts. */
+  /** The run was claimed, as the attempt it executes as: its span starts (a child of the creating request's trace, if any). */
   claimed(run: RunRecord): void {
     this.#run = run;
-    this.#span ??= tracer().startSpan("tidemark.run", {
-      attributes: { ...runIds(run), "tidemark.agent": run.agent, "tidemark.attempt": run.attempt },
-    });
+    this.#span ??= tracer().startSpan(
+      "tidemark.run",
+      { attributes: { ...runIds(run), "tidemark.agent": run.agent, "tidemark.attempt": run.attempt } },
+      contextOf(this.#parent),
+    );
   }
 
   /** A plan step declared under `parentStepId`: its span nests under that step's. */

@@ -18,7 +18,9 @@ import { registerSystemRoutes } from "./routes/system.js";
 import { registerThreadRoutes } from "./routes/threads.js";
 import { createRateLimit, DEFAULT_RATE_LIMIT, type RateLimitOptions } from "./rate-limit.js";
 import { registerWebApp } from "./web-app.js";
-import { registerOpenAiCompat } from "./compat/openai/openai-routes.js";
+import { OPENAI_PATHS, registerOpenAiCompat } from "./compat/openai/openai-routes.js";
+import { openAiErrorShape } from "./compat/openai/openai-error-shape.js";
+import { langGraphErrorShape } from "./compat/langgraph/langgraph-error.js";
 import { registerAgUiRoutes } from "./compat/ag-ui/register-ag-ui-routes.js";
 
 /** Options for {@link createApp}. */
@@ -50,12 +52,17 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     },
   });
   options.metrics.trackActiveRuns(() => options.runtime.activeRunCount);
+  options.metrics.trackQueuedRuns(() => options.runtime.store.countQueuedRuns());
   // First: every error answer of every layer is counted by its code, once its handler is done.
   app.use("*", async (c, next) => {
     await next();
     const code = c.get("errorCode");
     if (code) options.metrics.requestsRejected.inc({ code });
   });
+  // The compatibility layers' errors leave in their own shapes, the shared rate limit's refusals
+  // included: so these wrap everything after them (AG-UI answers in the native shape).
+  for (const path of OPENAI_PATHS) app.use(path, openAiErrorShape);
+  app.use("/langgraph/*", langGraphErrorShape);
   // Every layer's routes (the native API, OpenAI's, LangGraph's, AG-UI's), before their auth.
   const limitRate = createRateLimit(options.apiKeys ?? new Map(), options.rateLimit ?? DEFAULT_RATE_LIMIT);
   for (const path of ["/v1/*", "/langgraph/*", "/ag-ui", "/ag-ui/*"]) app.use(path, limitRate);

@@ -162,7 +162,7 @@ export interface CreateRunInput {
   now: number;
 }
 
-/** How many unfinished runs one tenant may have: running (or about to) and waiting behind another run. */
+/** How many unfinished runs one tenant may have: running (or about to) and waiting behind another run (`Infinity`: no limit, nothing counted). */
 export interface TenantRunLimits {
   maxActiveRuns: number;
   maxQueuedRuns: number;
@@ -190,6 +190,14 @@ export type CreateRunResult =
   | { kind: "enqueued"; run: RunRecord; thread: ThreadRecord }
   /** An operation of the thread is `outcome_unknown`: it must be confirmed before any other run. */
   | { kind: "operation_unconfirmed"; thread: ThreadRecord; operations: OperationRecord[] };
+
+/** Queued runs, by what they wait for ({@link Store.countQueuedRuns}). */
+export interface QueuedRunCounts {
+  /** Queued and free to start: a worker has not claimed them yet. */
+  unclaimed: number;
+  /** Enqueued behind the active run of their thread (`multitask: "enqueue"`). */
+  waiting: number;
+}
 
 export interface ClaimQueuedRunsInput {
   owner: string;
@@ -558,6 +566,11 @@ export interface Store {
   admitNextRun(tenantId: string, threadId: string, checkpointId: string, now: number, options?: CallOptions): Promise<RunRecord | undefined>;
   /** System-level: threads with a waiting run and no active run (their admission was lost with a process). */
   listThreadsWithWaitingRuns(options?: CallOptions): Promise<{ tenantId: string; threadId: string }[]>;
+  /**
+   * System-level, for operators' metrics: how many runs are queued across every tenant:
+   * `unclaimed` wait for a worker to claim them, `waiting` wait behind another run of their thread.
+   */
+  countQueuedRuns(options?: CallOptions): Promise<QueuedRunCounts>;
   /** queued → running, taking the lease; undefined if the run was not queued. */
   claimRun(input: ClaimRunInput, options?: CallOptions): Promise<RunRecord | undefined>;
   /**

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { RunEventDraft } from "../core/index.js";
 import { readSseEvents, type SseMessage } from "./read-sse.js";
 import { RunEventBuffer } from "./run-event-buffer.js";
-import { streamRunEvents, type SseConnectionOptions } from "./sse-connection.js";
+import { slowSubscriberComment, streamRunEvents, type SseConnectionOptions } from "./sse-connection.js";
 
 type CloseReason = Parameters<NonNullable<SseConnectionOptions["onClose"]>>[0];
 
@@ -193,7 +193,7 @@ describe("streamRunEvents", () => {
 
   it("cuts off a subscriber that stops reading, with bounded memory on the server", async () => {
     const buffer = new RunEventBuffer(RUN_ID);
-    const server = await startSseServer(buffer, { heartbeatMs: 60_000, stallTimeoutMs: 600_000, maxBacklogEvents: 50 });
+    const server = await startSseServer(buffer, { heartbeatMs: 60_000, stallTimeoutMs: 600_000, maxBacklogEvents: 50, farewellTimeoutMs: 200 });
     const { port } = new URL(server.url);
 
     // A client that sends its request and then never reads a byte.
@@ -241,5 +241,53 @@ describe("streamRunEvents", () => {
     await clientClosed;
     expect(receivedText.startsWith("HTTP/1.1 200 OK")).toBe(true);
     expect(receivedBytes).toBeLessThan(appendedBytes);
+  });
+
+  it("tells a subscriber it cuts why, and from which event to resume, when its socket drains in time", async () => {
+    const buffer = new RunEventBuffer(RUN_ID);
+    const server = await startSseServer(buffer, { heartbeatMs: 60_000, stallTimeoutMs: 600_000, maxBacklogEvents: 50, farewellTimeoutMs: 30_000 });
+    const { port } = new URL(server.url);
+    const socket = net.connect(Number(port), "127.0.0.1");
+    socket.pause();
+    socket.write(`GET /events?after=0 HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
+    const response = await server.connected;
+    let isCut = false;
+    void server.closed.then(() => (isCut = true));
+    const text = "y".repeat(1_000);
+    for (let index = 0; index < 20_000 && !isCut; index++) {
+      buffer.append(delta(text));
+      if (index % 100 === 99) await new Promise(setImmediate);
+    }
+    expect(await server.closed).toBe("slow_subscriber");
+    expect(buffer.subscriberCount).toBe(0);
+
+    // Reading again within the bound, the client gets every event written before the cut, the
+    // comment that names the last of them, and the end of the response.
+    const chunks: Buffer[] = [];
+    const ended = new Promise<void>((resolve) => {
+      socket.once("end", () => resolve());
+      socket.on("data", (chunk: Buffer) => {
+        chunks.push(chunk);
+        // The chunked response's terminator: the server may keep the connection open a while after it.
+        if (chunk.toString("latin1").endsWith("\r\n0\r\n\r\n")) resolve();
+      });
+    });
+    socket.resume();
+    await ended;
+    socket.destroy();
+    expect(response.destroyed || response.writableFinished).toBe(true);
+    const raw = Buffer.concat(chunks).toString("utf8");
+    const body = raw.slice(raw.indexOf("\r\n\r\n") + 4);
+    const ids = [...body.matchAll(/^id: (\d+)$/gm)].map((match) => Number(match[1]));
+    expect(ids.length).toBeGreaterThan(0);
+    expect(ids).toEqual(ids.map((_, index) => index + 1));
+    const lastId = ids.at(-1)!;
+    expect(lastId).toBeLessThan(buffer.lastSeq);
+    const comment = slowSubscriberComment(lastId, "backlog");
+    expect(body).toContain(comment);
+    // The comment comes after the last event (chunked encoding may split the frames, not reorder them).
+    expect(body.lastIndexOf(comment)).toBeGreaterThan(body.lastIndexOf(`id: ${lastId}\n`));
+    const parsed = JSON.parse(comment.slice(": error ".length)) as Record<string, unknown>;
+    expect(parsed).toMatchObject({ error: "subscriber_too_slow", cause: "backlog", last_event_id: lastId });
   });
 });

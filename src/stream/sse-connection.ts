@@ -15,6 +15,11 @@ export interface SseConnectionOptions {
   maxBacklogEvents?: number;
   /** Disconnect a subscriber whose socket has not drained for this long (default 30 s). */
   stallTimeoutMs?: number;
+  /**
+   * A subscriber cut for being too slow is sent a last comment saying why, then the end of the
+   * response; if its socket cannot take even that within this long, it is destroyed (default 5 s).
+   */
+  farewellTimeoutMs?: number;
   /** Called with the number of events written, after each write. */
   onFramesWritten?: (count: number) => void;
   /** Called when the subscriber is cut off for being too slow. */
@@ -26,6 +31,24 @@ export interface SseConnectionOptions {
 /** At most this many bytes go into one socket write, so a long replay cannot balloon memory. */
 const MAX_BATCH_EVENTS = 512;
 
+/** Why a subscriber was cut: it fell too many events behind, or its socket did not drain for too long. */
+export type SlowSubscriberCause = "backlog" | "stalled";
+
+/**
+ * The last thing a subscriber cut for being too slow receives: an SSE comment (every client
+ * ignores it, so it can never be taken for a run event, which always has a seq) holding the
+ * error as JSON, with the seq to resume after (`Last-Event-ID`).
+ */
+export function slowSubscriberComment(lastEventId: number, cause: SlowSubscriberCause): string {
+  const error = {
+    error: "subscriber_too_slow",
+    message: "This client fell too far behind the run's events; reconnect with Last-Event-ID to resume.",
+    cause,
+    last_event_id: lastEventId,
+  };
+  return formatSseComment(`error ${JSON.stringify(error)}`);
+}
+
 /**
  * Streams a run's events to one SSE response: replay after `afterSeq`, then live, then the
  * terminal event and the end of the response. Writes are batched (one write per wake-up, not per
@@ -36,6 +59,7 @@ export function streamRunEvents(response: ServerResponse, firstBuffer: RunEventB
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const maxBacklog = options.maxBacklogEvents ?? 10_000;
   const stallTimeoutMs = options.stallTimeoutMs ?? 30_000;
+  const farewellTimeoutMs = options.farewellTimeoutMs ?? 5_000;
   let cursor = options.afterSeq;
   let isBlocked = false;
   let isScheduled = false;
@@ -50,17 +74,46 @@ export function streamRunEvents(response: ServerResponse, firstBuffer: RunEventB
   });
   response.flushHeaders();
 
-  const close = (reason: "terminal" | "client_closed" | "slow_subscriber"): void => {
+  const close = (reason: "terminal" | "client_closed"): void => {
     if (isClosed) return;
     isClosed = true;
+    stop();
+    if (reason === "terminal") response.end();
+    options.onClose?.(reason);
+  };
+
+  const stop = (): void => {
     unsubscribe();
     clearInterval(heartbeat);
     clearTimeout(stallTimer);
     response.off("drain", onDrain);
     response.off("close", onClientClose);
-    if (reason === "terminal") response.end();
-    else if (reason === "slow_subscriber") response.destroy();
-    options.onClose?.(reason);
+  };
+
+  /**
+   * Cuts a subscriber too slow to keep up: a last comment says why and where to resume, and the
+   * response ends behind what was already written. Only what is already queued is held, and only
+   * for `farewellTimeoutMs`: a socket that cannot take it by then is destroyed.
+   */
+  const cut = (cause: SlowSubscriberCause): void => {
+    if (isClosed) return;
+    isClosed = true;
+    stop();
+    options.onSlowSubscriber?.();
+    // The stream is over for this subscriber (its slot is free); the socket only has to drain.
+    options.onClose?.("slow_subscriber");
+    if (response.destroyed) return;
+    const farewell = setTimeout(() => response.destroy(), farewellTimeoutMs);
+    // Finished (all of it handed to the kernel) or gone: nothing is held any more.
+    const settled = (): void => {
+      clearTimeout(farewell);
+      response.off("finish", settled);
+      response.off("close", settled);
+    };
+    response.once("finish", settled);
+    response.once("close", settled);
+    // `cursor` is the last event handed to the socket: everything before the comment.
+    response.end(slowSubscriberComment(cursor, cause));
   };
 
   const flush = (): void => {
@@ -88,10 +141,7 @@ export function streamRunEvents(response: ServerResponse, firstBuffer: RunEventB
   const schedule = (): void => {
     if (isBlocked) {
       // A stalled socket with a growing backlog is cut off; the client reconnects with Last-Event-ID.
-      if (buffer.lastSeq - cursor > maxBacklog) {
-        options.onSlowSubscriber?.();
-        close("slow_subscriber");
-      }
+      if (buffer.lastSeq - cursor > maxBacklog) cut("backlog");
       return;
     }
     if (isScheduled || isClosed) return;
@@ -103,10 +153,7 @@ export function streamRunEvents(response: ServerResponse, firstBuffer: RunEventB
   const block = (): void => {
     isBlocked = true;
     response.once("drain", onDrain);
-    stallTimer = setTimeout(() => {
-      options.onSlowSubscriber?.();
-      close("slow_subscriber");
-    }, stallTimeoutMs);
+    stallTimer = setTimeout(() => cut("stalled"), stallTimeoutMs);
   };
 
   function onDrain(): void {

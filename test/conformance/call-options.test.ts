@@ -27,6 +27,7 @@ const CALLS: Record<Exclude<keyof Store, "close">, (store: Store, signal: AbortS
   listActiveRuns: (store, signal) => store.listActiveRuns(TENANT, "thr_a", { signal }),
   admitNextRun: (store, signal) => store.admitNextRun(TENANT, "thr_a", "cp_b", 1, { signal }),
   listThreadsWithWaitingRuns: (store, signal) => store.listThreadsWithWaitingRuns({ signal }),
+  countQueuedRuns: (store, signal) => store.countQueuedRuns({ signal }),
   claimRun: (store, signal) => store.claimRun({ tenantId: TENANT, runId: "run_a", owner: "w", leaseExpiresAt: 2, now: 1 }, { signal }),
   claimQueuedRuns: (store, signal) => store.claimQueuedRuns({ owner: "w", leaseExpiresAt: 2, limit: 1, now: 1 }, { signal }),
   transitionRun: (store, signal) => store.transitionRun({ tenantId: TENANT, runId: "run_a", from: ["running"], to: "queued", now: 1 }, { signal }),

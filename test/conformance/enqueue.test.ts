@@ -55,6 +55,19 @@ describe.each(adapters)("enqueued runs ($name)", (adapter) => {
     expect((await store.createRun(runInput(threadId, "third"))).kind).toBe("run_in_progress");
   });
 
+  it("are counted as waiting, apart from queued runs nobody has claimed yet, across tenants (countQueuedRuns)", async () => {
+    const before = await store.countQueuedRuns();
+    const { threadId, active } = await busyThread();
+    // The active run is queued until a worker claims it.
+    expect(await store.countQueuedRuns()).toEqual({ unclaimed: before.unclaimed + 1, waiting: before.waiting });
+    await store.createRun(runInput(threadId, "second", true));
+    await store.createRun(runInput(threadId, "third", true));
+    expect(await store.countQueuedRuns()).toEqual({ unclaimed: before.unclaimed + 1, waiting: before.waiting + 2 });
+    const claimed = await store.claimRun({ tenantId: T, runId: active.runId, owner: "w", leaseExpiresAt: fx.now + 1_000, now: ++fx.now });
+    expect(claimed?.status).toBe("running");
+    expect(await store.countQueuedRuns()).toEqual({ unclaimed: before.unclaimed, waiting: before.waiting + 2 });
+  });
+
   it("are admitted oldest first, only when the thread is free, with their input accepted as a transition", async () => {
     const { threadId, active } = await busyThread();
     const second = await store.createRun(runInput(threadId, "second", true));

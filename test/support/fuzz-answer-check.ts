@@ -47,8 +47,8 @@ export function answerProblem(method: string, path: string, answer: RawAnswer): 
   // What Node's parser refused never reached a route, so no layer could shape it: it is native on every path.
   if (typeof body?.error === "string" && PARSER_CODES.has(body.error)) return nativeProblem(status, body);
   if (layer === "openai") return openAiProblem(status, body);
-  // Load refusals (429) leave every layer in the native shape (docs/reliability.md).
-  if (layer === "langgraph" && status !== 429) return langGraphProblem(status, body);
+  // Every LangGraph error, load refusals (429) included, is in the Agent Server's shape (docs/reliability.md).
+  if (layer === "langgraph") return langGraphProblem(status, body);
   return nativeProblem(status, body);
 }
 

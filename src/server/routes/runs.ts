@@ -3,6 +3,7 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { acceptedCancelOf, isTerminalStatus, TidemarkError, type RunRecord, type ThreadRecord } from "../../core/index.js";
 import type { CancelRunResult, Runtime } from "../../runtime/index.js";
 import { streamRunEvents } from "../../stream/index.js";
+import { traceContextOf } from "../trace-context.js";
 import type { AppEnv } from "../app-env.js";
 import type { ServerMetrics } from "../metrics.js";
 import { isWellFormedId } from "../path-id.js";
@@ -94,6 +95,8 @@ export interface RunRouteOptions {
   heartbeatMs?: number;
   maxBacklogEvents?: number;
   stallTimeoutMs?: number;
+  /** How long a subscriber cut for being too slow may take to drain its last comment (default 5 s). */
+  farewellTimeoutMs?: number;
 }
 
 /** Run routes: create, read, events, cancel. */
@@ -125,6 +128,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
       resumeFromCheckpointId: body.resume_from_checkpoint_id,
       agent: body.agent,
       config: body.config,
+      traceContext: traceContextOf(c),
     });
     c.header("Location", eventsUrl(run.runId));
     return c.json(runView(run), isNew ? 201 : 200);
@@ -165,6 +169,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
       heartbeatMs: options.heartbeatMs,
       maxBacklogEvents: options.maxBacklogEvents,
       stallTimeoutMs: options.stallTimeoutMs,
+      farewellTimeoutMs: options.farewellTimeoutMs,
       onFramesWritten: (count) => metrics.eventsSent.inc(count),
       onSlowSubscriber: () => metrics.slowSubscribers.inc(),
       onClose: runtime.attachSubscriber(tenantId, run.runId),

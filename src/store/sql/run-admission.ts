@@ -231,6 +231,8 @@ async function tenantAtLimit(
   const limits = input.tenantRunLimits;
   if (!limits) return undefined;
   const limit = queue === "active" ? limits.maxActiveRuns : limits.maxQueuedRuns;
+  // No limit: nothing to count.
+  if (!Number.isFinite(limit)) return undefined;
   const row = (await tx.sql(
     `SELECT count(*) AS count FROM runs
      WHERE tenant_id = ? AND is_waiting = ? AND status NOT IN ('completed', 'failed', 'cancelled')`,

@@ -1,6 +1,7 @@
-/** Run reads: by idempotency key, a thread's live runs, threads with waiting runs. */
+/** Run reads: by idempotency key, a thread's live runs, threads with waiting runs, queued counts. */
 import type { RunRecord } from "../../core/index.js";
 import { toRun } from "../rows.js";
+import type { QueuedRunCounts } from "../store.js";
 import type { SqlContext } from "./sql-context.js";
 
 /** The run created with an idempotency key, if any. */
@@ -26,4 +27,15 @@ export async function listThreadsWithWaitingRuns(context: SqlContext): Promise<{
      WHERE r.is_waiting = 1 AND r.status = 'queued' AND t.active_run_id IS NULL AND t.status = 'active'`,
   ).all();
   return rows.map((row) => ({ tenantId: row.tenant_id as string, threadId: row.thread_id as string }));
+}
+
+/** Queued runs across every tenant, by what they wait for (read through the partial index of unfinished runs). */
+export async function countQueuedRuns(context: SqlContext): Promise<QueuedRunCounts> {
+  const row = (await context.sql(
+    `SELECT count(*) AS queued, coalesce(sum(is_waiting), 0) AS waiting FROM runs
+     WHERE status = 'queued' AND status NOT IN ('completed', 'failed', 'cancelled')`,
+  ).get()) as { queued: number | string; waiting: number | string } | undefined;
+  const queued = Number(row?.queued ?? 0);
+  const waiting = Number(row?.waiting ?? 0);
+  return { unclaimed: queued - waiting, waiting };
 }

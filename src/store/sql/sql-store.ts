@@ -28,6 +28,7 @@ import type {
   PrepareOperationResult,
   PublishMessageInput,
   PublishMessageResult,
+  QueuedRunCounts,
   RequestCancelInput,
   RequestCancelResult,
   SaveFragmentInput,
@@ -57,7 +58,7 @@ import {
 import { admitNextRun, createRun } from "./run-admission.js";
 import { completeStep, listRunSteps, saveSteps } from "./run-steps.js";
 import { claimQueuedRuns, listCancelledRuns, listRecoverableRuns, releaseLease, renewLeases, takeOverLease } from "./run-leases.js";
-import { findRunByIdempotencyKey, listActiveRuns, listThreadsWithWaitingRuns } from "./run-queries.js";
+import { countQueuedRuns, findRunByIdempotencyKey, listActiveRuns, listThreadsWithWaitingRuns } from "./run-queries.js";
 import { claimRun, finishRun, publishMessage, requestCancel, transitionRun } from "./run-transitions.js";
 import { scanThreads } from "./snapshots.js";
 import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, listThreads, renameThread, saveTitle } from "./thread-queries.js";
@@ -133,6 +134,11 @@ export class SqlStore implements Store {
   async listThreadsWithWaitingRuns(options: CallOptions = {}): Promise<{ tenantId: string; threadId: string }[]> {
     options.signal?.throwIfAborted();
     return listThreadsWithWaitingRuns(this.#context);
+  }
+
+  async countQueuedRuns(options: CallOptions = {}): Promise<QueuedRunCounts> {
+    options.signal?.throwIfAborted();
+    return countQueuedRuns(this.#context);
   }
 
   async getRun(tenantId: string, runId: string, options: CallOptions = {}): Promise<RunRecord | undefined> {

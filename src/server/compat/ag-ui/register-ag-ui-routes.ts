@@ -6,6 +6,7 @@ import { runLogFields, silentLogger, type Logger, type Runtime } from "../../../
 import type { AppEnv } from "../../app-env.js";
 import { createAuthMiddleware } from "../../auth.js";
 import { errorResponse } from "../../errors.js";
+import { traceContextOf } from "../../trace-context.js";
 import { jsonBodyGuard } from "../../json-body-guard.js";
 import { isWellFormedId } from "../../path-id.js";
 import { runView } from "../../wire.js";
@@ -77,6 +78,7 @@ export function registerAgUiRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, o
         onDisconnect: "cancel",
         agent: request.agent ?? (typeof savedAgent === "string" ? savedAgent : undefined),
         config: request.config,
+        traceContext: traceContextOf(c),
       }));
     }
     // Subscribed before anything else can wait: the disconnect grace runs only while nobody is.

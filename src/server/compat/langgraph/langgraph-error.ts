@@ -3,7 +3,7 @@
  * Tidemark's own errors keep their code and status; only the body's shape changes.
  */
 import { markRejected } from "../../errors.js";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { TidemarkError } from "../../../core/index.js";
 import type { Logger } from "../../../runtime/index.js";
@@ -47,3 +47,23 @@ export function createLangGraphErrorHandler(logger: Logger) {
     return langGraphErrorResponse(c, 500, "internal_error", "Something went wrong on the server.");
   };
 }
+
+/**
+ * Reshapes a native JSON error (`{error, message, …details}`) that a middleware shared with the
+ * native API answered before the layer's routes (the per-tenant rate limit) into the Agent
+ * Server's shape, headers kept (`Retry-After`); the layer's own errors are already in it.
+ */
+export const langGraphErrorShape: MiddlewareHandler = async function langGraphErrorShape(c, next) {
+  await next();
+  const response = c.res;
+  if (response.status < 400 || !(response.headers.get("content-type") ?? "").startsWith("application/json")) return;
+  const body: unknown = await response.clone().json().catch(() => undefined);
+  if (typeof body !== "object" || body === null || "detail" in body) return;
+  const { error, message, ...details } = body as Record<string, unknown>;
+  if (typeof error !== "string" || typeof message !== "string") return;
+  const headers = new Headers(response.headers);
+  headers.delete("content-length");
+  // Cleared first: Hono would otherwise copy the old headers (its length among them) onto the new response.
+  c.res = undefined as unknown as Response;
+  c.res = new Response(JSON.stringify({ detail: message, error, ...details }), { status: response.status, headers });
+};

@@ -18,6 +18,7 @@ import { readJsonBody } from "./read-json-body.js";
 import { startLangGraphRun } from "./start-langgraph-run.js";
 import { streamModesOf, streamModesOfQuery } from "./stream-modes.js";
 import { waitForRun } from "./wait-for-run.js";
+import { traceContextOf } from "../../trace-context.js";
 
 /** What the run routes need besides the runtime. */
 export interface LangGraphRunRouteOptions {
@@ -59,7 +60,7 @@ export function registerLangGraphRunRoutes(app: Hono<AppEnv>, runtime: Runtime, 
 
   app.post("/threads/:thread_id/runs", async function createLangGraphRun(c) {
     const body = await readJsonBody(c, RunCreateBody);
-    const { run } = await startLangGraphRun(runtime, c.get("tenantId"), pathIdOf(c, "thread_id", "thr"), body);
+    const { run } = await startLangGraphRun(runtime, c.get("tenantId"), pathIdOf(c, "thread_id", "thr"), body, traceContextOf(c));
     c.header("Content-Location", runPath(run.threadId, run.runId));
     return c.json(langGraphRun(run, body.multitask_strategy ?? null), 200);
   });
@@ -67,7 +68,7 @@ export function registerLangGraphRunRoutes(app: Hono<AppEnv>, runtime: Runtime, 
   app.post("/threads/:thread_id/runs/stream", async function streamLangGraphRunHandler(c) {
     const body = await readJsonBody(c, RunCreateBody);
     const tenantId = c.get("tenantId");
-    const { run, isResume } = await startLangGraphRun(runtime, tenantId, pathIdOf(c, "thread_id", "thr"), body);
+    const { run, isResume } = await startLangGraphRun(runtime, tenantId, pathIdOf(c, "thread_id", "thr"), body, traceContextOf(c));
     const path = runPath(run.threadId, run.runId);
     // The SDK reconnects (with Last-Event-ID) only when Location is present, and puts its apiUrl before it.
     const headers: Record<string, string> = { "Content-Location": path, ...(body.stream_resumable ? { Location: `${path}/stream` } : {}) };
@@ -80,7 +81,7 @@ export function registerLangGraphRunRoutes(app: Hono<AppEnv>, runtime: Runtime, 
   app.post("/threads/:thread_id/runs/wait", async function waitLangGraphRun(c) {
     const tenantId = c.get("tenantId");
     const body = await readJsonBody(c, RunCreateBody);
-    const { run } = await startLangGraphRun(runtime, tenantId, pathIdOf(c, "thread_id", "thr"), body);
+    const { run } = await startLangGraphRun(runtime, tenantId, pathIdOf(c, "thread_id", "thr"), body, traceContextOf(c));
     // While the client waits it is the run's subscriber: with on_disconnect "cancel", leaving cancels the run.
     const detach = runtime.attachSubscriber(tenantId, run.runId);
     try {

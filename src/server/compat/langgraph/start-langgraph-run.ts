@@ -1,5 +1,5 @@
 import type { RunRecord } from "../../../core/index.js";
-import type { Runtime } from "../../../runtime/index.js";
+import type { Runtime, TraceCarrier } from "../../../runtime/index.js";
 import { approvalOf, resumePausedRun, type ResumeDecision } from "../resume-paused-run.js";
 import { LangGraphError } from "./langgraph-error.js";
 import { runInputOf } from "./langgraph-messages.js";
@@ -17,7 +17,13 @@ export interface StartedLangGraphRun {
  * the agent's config, `checkpoint_id` must be the thread's head (it becomes the expected version).
  * `command: {resume}` instead answers the thread's run paused before a consequential tool.
  */
-export async function startLangGraphRun(runtime: Runtime, tenantId: string, threadId: string, body: RunCreateBody): Promise<StartedLangGraphRun> {
+export async function startLangGraphRun(
+  runtime: Runtime,
+  tenantId: string,
+  threadId: string,
+  body: RunCreateBody,
+  traceContext?: TraceCarrier,
+): Promise<StartedLangGraphRun> {
   if (body.command !== undefined && body.command !== null) return { run: await resumeLangGraphRun(runtime, tenantId, threadId, body), isResume: true };
   const hasInput = body.input !== undefined && body.input !== null;
   const input = hasInput ? runInputOf(body.input) : undefined;
@@ -46,6 +52,7 @@ export async function startLangGraphRun(runtime: Runtime, tenantId: string, thre
     multitask: body.multitask_strategy ?? undefined,
     expectedStateVersion: resumeFromCheckpointId === undefined ? expectedStateVersion : undefined,
     resumeFromCheckpointId,
+    traceContext,
   });
   return { run, isResume: false };
 }

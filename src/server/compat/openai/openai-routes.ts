@@ -4,9 +4,10 @@
  * thread, and cancel is Tidemark's Stop. No run logic lives here: every route starts, reads,
  * streams or cancels through the runtime, so every invariant holds through this layer.
  *
- * Registered before the shared `/v1/*` middleware, so that its own chain (the same auth, body
- * limit and JSON guard) is wrapped by {@link openAiErrorShape}: each error of these paths, the
- * auth's and the body limit's included, leaves in OpenAI's shape.
+ * Registered before the shared `/v1/*` middleware, with its own chain (the same auth, body limit
+ * and JSON guard); `createApp` wraps these paths in `openAiErrorShape` before anything else,
+ * so each error of these paths, the rate limit's, the auth's and the body limit's included,
+ * leaves in OpenAI's shape.
  */
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
@@ -19,12 +20,15 @@ import type { AppEnv } from "../../app-env.js";
 import { createAuthMiddleware } from "../../auth.js";
 import { errorResponse } from "../../errors.js";
 import { jsonBodyGuard } from "../../json-body-guard.js";
-import { openAiErrorShape } from "./openai-error-shape.js";
+import { traceContextOf } from "../../trace-context.js";
 import { runIdOf } from "./response-id.js";
 import { parseResponseRequest, type ResponseRequest } from "./response-request.js";
 import { toResponseStreamEvents } from "./response-stream-events.js";
 import { writeResponseStream } from "./response-stream-writer.js";
 import { responseView, type ResponseView } from "./response-view.js";
+
+/** The OpenAI layer's paths; `createApp` wraps them in `openAiErrorShape` before any other middleware. */
+export const OPENAI_PATHS = ["/v1/models/*", "/v1/responses/*"] as const;
 
 /** What the OpenAI routes take from the server's options. */
 export interface OpenAiCompatOptions {
@@ -51,7 +55,7 @@ export function registerOpenAiCompat(app: OpenAPIHono<AppEnv>, options: OpenAiCo
     },
   });
   const authenticate = createAuthMiddleware(options.apiKeys ?? new Map());
-  for (const path of ["/v1/models/*", "/v1/responses/*"]) app.use(path, openAiErrorShape, limit, authenticate, jsonBodyGuard);
+  for (const path of OPENAI_PATHS) app.use(path, limit, authenticate, jsonBodyGuard);
 
   const requireRun = async (tenantId: string, responseId: string): Promise<RunRecord> => {
     const run = await runtime.store.getRun(tenantId, runIdOf(responseId));
@@ -114,6 +118,7 @@ export function registerOpenAiCompat(app: OpenAPIHono<AppEnv>, options: OpenAiCo
         expectedStateVersion,
         // Without background, OpenAI's response ends with its request: so does the run (after the grace period).
         onDisconnect: request.isBackground ? "continue" : "cancel",
+        traceContext: traceContextOf(c),
       });
     };
     let run: RunRecord;
