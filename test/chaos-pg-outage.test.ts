@@ -50,7 +50,8 @@ describe("a PostgreSQL restart mid-run, through a TCP proxy that resets and refu
       ),
       async (cycles) => {
         const report = await runOutageScenario(cluster, proxyOutage(proxy), cycles);
-        console.log(`chaos-pg-outage: ${JSON.stringify({ cycles: report.cycles, outages_ms: report.outagesMs, runs: report.runs, statuses: report.statuses, effects: report.effects, ...report.record.summary() })}`);
+        console.log(`chaos-pg-outage: ${JSON.stringify({ cycles: report.cycles, outages_ms: report.outagesMs, runs: report.runs, statuses: report.statuses, effects: report.effects, logged: report.logged, ...report.record.summary() })}`);
+        if (report.record.violations.length > 0) console.log(`violations:\n${report.record.violations.join("\n").slice(0, 20_000)}`);
         expect(report.record.violations, cluster.logs(15)).toEqual([]);
         expect(report.cycles).toBe(CYCLES);
       },

@@ -49,6 +49,18 @@ export interface OutageCycle {
   seed: number;
 }
 
+/** Log lines that say what the outage did, counted over every process (the report's figures). */
+const LOGGED = {
+  fenced: "self-fenced",
+  renewal_failed: "lease renewal failed",
+  events_retried: "events could not be written to the shared log yet",
+  events_dropped: '"events could not be written to the shared log"',
+  event_gap: "gap in the shared event log",
+  stop_not_recorded: "a Stop could not be recorded",
+  listen_lost: "the LISTEN connection was lost",
+  idle_connection_closed: "an idle database connection was closed",
+} as const;
+
 export interface OutageReport {
   cycles: number;
   runs: number;
@@ -56,6 +68,13 @@ export interface OutageReport {
   outagesMs: number[];
   record: ChaosRecord;
   effects: { operations: number; committed: number; sent: number };
+  /** Log lines of {@link LOGGED} by kind, every process together. */
+  logged: Record<string, number>;
+}
+
+function countLogged(cluster: TestCluster): Record<string, number> {
+  const lines = [...cluster.apis, ...cluster.workers].flatMap((node) => node.log().split("\n"));
+  return Object.fromEntries(Object.entries(LOGGED).map(([kind, text]) => [kind, lines.filter((line) => line.includes(text)).length]));
 }
 
 /** About 3 s an answer: an outage lands mid-generation. */
@@ -131,11 +150,13 @@ export async function runOutageScenario(cluster: TestCluster, outage: DatabaseOu
     );
     if (record.violations.length > 0) break;
   }
-  if (record.violations.length > 0) return { cycles: outagesMs.length, runs: record.runs.size, statuses, outagesMs, record, effects: { operations: 0, committed: 0, sent: 0 } };
+  if (record.violations.length > 0) {
+    return { cycles: outagesMs.length, runs: record.runs.size, statuses, outagesMs, record, effects: { operations: 0, committed: 0, sent: 0 }, logged: countLogged(cluster) };
+  }
   const effects = await checkEffects(apis()[0]!, allThreads, cluster.outboxCounts(), record);
   const check = await cluster.check();
   if (check.code !== 0 || !/^0 violations/m.test(check.stdout)) record.violation(`tidemark check: ${check.stdout}${check.stderr}`);
-  return { cycles: outagesMs.length, runs: record.runs.size, statuses, outagesMs, record, effects };
+  return { cycles: outagesMs.length, runs: record.runs.size, statuses, outagesMs, record, effects, logged: countLogged(cluster) };
 }
 
 /** Sends a Stop during the outage and again (each cut one) until the server answers it, for at most 15 s after the outage. */
