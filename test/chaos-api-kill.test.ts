@@ -52,6 +52,8 @@ describe("SIGKILL of an API process while clients stream and Stop through it (re
             new ChaosClient({ record, apis, first: index, isFailover: true, draw: seededRandom(seed + index), threadId, cycle }).loop(() => isDone),
           );
           await afterEventsOrEnd(record, afterEvents, loops);
+          // Every other cycle the kill lands while a Stop sent to the victim is in flight (recorded or not: both must end well).
+          if (cycle % 2 === 1) await Promise.race([record.nextRequest("stop", cluster.apis[victim]!.url), afterEventsOrEnd(record, 2_000, loops)]);
           const { exit } = await cluster.replaceApi(victim, "SIGKILL");
           expect(exit).toBe("SIGKILL");
           // The clients go on a while through the survivor (and the replacement), then finish their turns.
@@ -66,7 +68,11 @@ describe("SIGKILL of an API process while clients stream and Stop through it (re
             // Workers were not touched: every run completes, or ends cancelled by its Stop.
             if (final && !["completed", "cancelled"].includes(final.status)) record.violation(`${run.runId} ended ${JSON.stringify(final)}`);
             // The shared log outlives any API process: a resumed stream is never gone.
-            if (run.isStreamGone) record.violation(`${run.runId}: its stream was gone (410) after an API process died`);
+            if (run.isStreamGone) {
+              const traces = (await cluster.traces(run.runId)).map((trace) => `${trace.kind} ${JSON.stringify(trace.data)}`);
+              const seen = run.events.map((event) => `${event.type}@${event.seq}`).join(" ");
+              record.violation(`${run.runId} (${run.turn}, ${run.stopsSent} Stops, ended ${JSON.stringify(final)}): its stream was gone (410) after an API process died; seen: ${seen}; traces: ${traces.join("; ")}`);
+            }
           }
           // A Stop sent again is recorded once: one transition to cancel_requested, one to cancelled.
           const stopped = cycleRuns.filter((run) => run.stopsSent > 0).map((run) => run.runId);
@@ -88,8 +94,9 @@ describe("SIGKILL of an API process while clients stream and Stop through it (re
         if (check.code !== 0 || !/^0 violations/m.test(check.stdout)) record.violation(`tidemark check: ${check.stdout}${check.stderr}`);
         console.log(`chaos-api-kill: ${JSON.stringify({ kills: CYCLES, ...record.summary(), effects })}`);
         expect(record.violations, cluster.logs(10)).toEqual([]);
-        // The kills cut streams (and, as they land, Stops, creates and approvals): the failover was exercised.
+        // The kills cut streams and Stops (and, as they land, creates and approvals): the failover was exercised.
         expect(record.cuts.get("stream") ?? 0).toBeGreaterThan(0);
+        if (CYCLES >= 2) expect(record.cuts.get("stop") ?? 0).toBeGreaterThan(0);
       },
     ), 60_000 + CYCLES * 25_000);
 });

@@ -49,6 +49,7 @@ export class ChaosRecord {
   /** Events seen by every client. */
   eventCount = 0;
   readonly #tripwires: { at: number; resolve: () => void }[] = [];
+  readonly #requestWires: { what: string; base: string; resolve: () => void }[] = [];
 
   violation(text: string): void {
     this.violations.push(text);
@@ -71,6 +72,21 @@ export class ChaosRecord {
       ids.add(event.message_id);
       this.published.set(run.threadId, ids);
     }
+  }
+
+  /** A client is sending a request (`what`) to `base`. */
+  sending(what: string, base: string): void {
+    for (const wire of [...this.#requestWires]) {
+      if (wire.what === what && wire.base === base) {
+        this.#requestWires.splice(this.#requestWires.indexOf(wire), 1);
+        wire.resolve();
+      }
+    }
+  }
+
+  /** Resolves as the next request `what` is sent to `base` (a fault's trigger: it lands while that request is in flight). */
+  nextRequest(what: string, base: string): Promise<void> {
+    return new Promise((resolve) => this.#requestWires.push({ what, base, resolve }));
   }
 
   /** Resolves once the clients together saw `count` more events (the fault's trigger). */
@@ -234,7 +250,9 @@ export class ChaosClient {
     const { record } = this.#options;
     for (let attempt = 1; ; attempt++) {
       try {
-        const response = await fetch(`${this.base}${path}`, {
+        const base = this.base;
+        record.sending(what, base);
+        const response = await fetch(`${base}${path}`, {
           method,
           headers: body === undefined ? {} : { "content-type": "application/json" },
           body: body === undefined ? undefined : JSON.stringify(body),
