@@ -151,6 +151,12 @@ export async function runOutageScenario(cluster: TestCluster, outage: DatabaseOu
     if (record.violations.length > 0) break;
   }
   if (record.violations.length > 0) {
+    // The stack of any 5xx a process answered, for the failure report.
+    for (const node of [...cluster.apis, ...cluster.workers]) {
+      for (const line of node.log().split("\n").filter((text) => text.includes('"unexpected error"')).slice(-3)) record.violation(`(log of ${node.name}) ${line.slice(0, 3000)}`);
+      const warnings = node.log().split("\n").filter((text) => /"level":"(warn|error)"/.test(text) && !text.includes('"unexpected error"') && !text.includes("a Stop could not be recorded"));
+      for (const line of warnings.slice(-40)) record.violation(`(log of ${node.name}) ${line.slice(0, 600)}`);
+    }
     return { cycles: outagesMs.length, runs: record.runs.size, statuses, outagesMs, record, effects: { operations: 0, committed: 0, sent: 0 }, logged: countLogged(cluster) };
   }
   const effects = await checkEffects(apis()[0]!, allThreads, cluster.outboxCounts(), record);
