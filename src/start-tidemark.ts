@@ -119,7 +119,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
   let cluster: Cluster | undefined;
   if (options.databaseUrl) {
     const database = { url: options.databaseUrl, schema: options.databaseSchema };
-    store = options.store ?? (await createPostgresStore({ ...database, poolSize: options.databasePoolSize }));
+    store = options.store ?? (await createPostgresStore({ ...database, poolSize: options.databasePoolSize, logger }));
     cluster = await createPgCluster({ ...database, logger }).catch(async (error: unknown) => {
       await store.close();
       throw error;

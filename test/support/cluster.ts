@@ -153,6 +153,8 @@ export class TestCluster {
     this.outboxPath = join(this.dir, "outbox.db");
     this.env = { ...CLUSTER_BASE_ENV, ...options.env };
     this.#pool = new pg.Pool({ connectionString: TEST_PG_URL, max: 2 });
+    // A database restart resets its idle connections: the pool drops them (an unheard error would end the test process).
+    this.#pool.on("error", () => undefined);
   }
 
   /** The API processes, [A, B]. */
@@ -180,6 +182,16 @@ export class TestCluster {
     const worker = await this.#start(`worker-${index + 1}`, "worker");
     this.workers[index] = worker;
     return worker;
+  }
+
+  /** Signals the API process in slot `index` (0 is A, 1 is B), waits for its exit, and starts a replacement there (on a new port). */
+  async replaceApi(index: 0 | 1, signal: NodeJS.Signals): Promise<{ exit: number | string; old: ClusterNode; replacement: ClusterNode }> {
+    const old = this.apis[index];
+    const exit = await this.signal(old, signal);
+    const replacement = await this.#start(old.name, "api");
+    if (index === 0) this.apiA = replacement;
+    else this.apiB = replacement;
+    return { exit, old, replacement };
   }
 
   /** Sends `signal` to a process and waits until it ended; its exit code or signal name. */

@@ -4,7 +4,8 @@
  * dead NAT or a sleeping laptop leaves it), `stall()` does the same to every connection, open now
  * or accepted later (a partition that drops nothing: every request waits, none fails),
  * `dropConnections()` resets the open connections while still accepting new ones (a flaky network),
- * and `close()` drops every connection and refuses new ones.
+ * `refuse()` drops every connection and refuses new ones until `accept()` (what clients see of a
+ * database server that restarts), and `close()` drops every connection and refuses new ones.
  */
 import { createServer, connect, type AddressInfo, type Socket } from "node:net";
 
@@ -24,6 +25,10 @@ export interface TcpProxy {
   frozenClientClosed: Promise<void>;
   /** Drops the connections open now (the peers see them end); new connections work normally. Returns how many were dropped. */
   dropConnections(): number;
+  /** Drops every connection and stops listening on the port (new connections are refused) until {@link accept}. */
+  refuse(): Promise<number>;
+  /** Listens on the same port again after {@link refuse}. */
+  accept(): Promise<void>;
   /** Drops every connection and stops listening (new connections are refused). */
   close(): Promise<void>;
 }
@@ -101,7 +106,32 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
       }
       return open.length;
     },
+    async refuse() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const dropped = pairs.size + held.size;
+      for (const { client, upstream } of pairs) {
+        client.destroy();
+        upstream.destroy();
+      }
+      pairs.clear();
+      for (const client of held) client.destroy();
+      await closed;
+      return dropped;
+    },
+    async accept() {
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, "127.0.0.1", () => {
+          server.off("error", reject);
+          resolve();
+        });
+      });
+    },
     async close() {
+      if (!server.listening) {
+        for (const client of held) client.destroy();
+        return;
+      }
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const { client, upstream } of pairs) {
         client.destroy();

@@ -64,6 +64,12 @@ export class PgDriver implements SqlDriver {
     for (let attempt = 1; ; attempt++) {
       const client = await this.pool.connect();
       let isBroken = false;
+      // A connection lost mid-transaction (a database restart) fails the statement in flight; the
+      // client also emits `error`, which, unheard while it is checked out, would end the process.
+      const onLost = (): void => {
+        isBroken = true;
+      };
+      client.on("error", onLost);
       try {
         this.roundTrips++;
         await client.query(begin);
@@ -80,6 +86,7 @@ export class PgDriver implements SqlDriver {
         const isLostInsert = code === "23505" && typeof constraint === "string" && options.rerunOnConflictWith?.includes(constraint) === true;
         if (typeof code !== "string" || !(RETRYABLE.has(code) || isLostInsert) || attempt >= MAX_ATTEMPTS) throw error;
       } finally {
+        client.off("error", onLost);
         client.release(isBroken);
       }
       // A short random pause spreads the writers that collided.

@@ -1,6 +1,7 @@
 /** The PostgreSQL store: a pool on one database (its own schema when named), migrated, under the SQL store. */
 import pg from "pg";
 import { ConfigurationError } from "../../core/index.js";
+import type { Logger } from "../../core/logger.js";
 import type { Store } from "../store.js";
 import { SqlStore } from "../sql/sql-store.js";
 import { assertCurrentSchema } from "./assert-current-schema.js";
@@ -26,6 +27,8 @@ export interface PostgresStoreOptions {
    * and runs every session read-only.
    */
   readOnly?: boolean;
+  /** Told when the server closes an idle pooled connection (a database restart); default silent. */
+  logger?: Logger;
 }
 
 /** int8 (BIGINT, COUNT) as a JavaScript number: every value here is a time, a count or a version, far below 2^53. */
@@ -42,7 +45,7 @@ export function createPool(options: PostgresStoreOptions): pg.Pool {
     throw new ConfigurationError(`Not a schema name: ${options.schema}`, { setting: "--schema" });
   }
   const max = options.poolSize ?? 10;
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString: options.url,
     max,
     min: Math.min(options.warmConnections ?? DEFAULT_WARM_CONNECTIONS, max),
@@ -51,6 +54,10 @@ export function createPool(options: PostgresStoreOptions): pg.Pool {
       .filter(Boolean)
       .join(" ") || undefined,
   });
+  // A restarting database closes every connection, idle ones too: the pool drops them and the next
+  // query opens a new one. Without a listener, the pool's `error` event would end the process.
+  pool.on("error", (error) => options.logger?.warn({ error: error.message }, "an idle database connection was closed; the next query opens a new one"));
+  return pool;
 }
 
 /**

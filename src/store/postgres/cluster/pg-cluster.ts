@@ -27,7 +27,7 @@ export async function createPgCluster(options: PgClusterOptions): Promise<Cluste
   const prefix = `tidemark_${options.schema ?? "public"}`;
   const channels = { control: `${prefix}_control`, queued: `${prefix}_queued`, events: `${prefix}_events` };
   // The event writer and the follower each keep at most one query in flight; notifies are short.
-  const pool = createPool({ url: options.url, schema: options.schema, poolSize: 3, warmConnections: 2 });
+  const pool = createPool({ url: options.url, schema: options.schema, poolSize: 3, warmConnections: 2, logger });
   const writer = new PgEventWriter(pool, channels.events, logger);
   const follower = new PgEventFollower(pool, logger, options.eventPollMs ?? 1_000);
   const controlListeners: ((message: ControlMessage) => void)[] = [];

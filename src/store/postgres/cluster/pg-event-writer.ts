@@ -3,6 +3,9 @@
  * insert is in flight the next batch gathers (group commit), so the cost per event falls as the
  * rate rises. The insert wakes the API processes with one NOTIFY: a small batch carries its events
  * (the API processes append them without reading the log back), a larger one names its runs.
+ * A batch the database refuses (it is away, or restarting) is tried again until it is written,
+ * and the batches behind it wait: a follower waits at the first missing seq, so an event given
+ * up on would hold every later one of its run back from the other processes for ever.
  */
 import type pg from "pg";
 import type { RunEvent } from "../../../core/index.js";
@@ -19,6 +22,10 @@ interface PendingEvent {
 /** A NOTIFY payload must stay under 8000 bytes; past this it names the runs, or says "every run". */
 const MAX_PAYLOAD = 7_000;
 const MAX_BATCH = 2_000;
+/** The pause between two tries of a batch grows to this. */
+const MAX_RETRY_DELAY_MS = 1_000;
+/** Once closing, a batch is given up after this many tries (the process is going away). */
+const ATTEMPTS_WHEN_CLOSING = 5;
 
 export class PgEventWriter {
   readonly #pool: pg.Pool;
@@ -26,6 +33,7 @@ export class PgEventWriter {
   readonly #logger: Logger;
   #pending: PendingEvent[] = [];
   #flushing: Promise<void> | undefined;
+  #isClosing = false;
 
   constructor(pool: pg.Pool, channel: string, logger: Logger) {
     this.#pool = pool;
@@ -38,8 +46,9 @@ export class PgEventWriter {
     this.#flushing ??= this.#drain().finally(() => (this.#flushing = undefined));
   }
 
-  /** Resolves once everything pushed so far is written (or given up on). */
+  /** Resolves once everything pushed so far is written (or, since this is the close, given up on). */
   async flush(): Promise<void> {
+    this.#isClosing = true;
     while (this.#flushing) await this.#flushing;
   }
 
@@ -72,14 +81,16 @@ export class PgEventWriter {
             payload,
           ],
         );
+        if (attempt > 1) this.#logger.info({ events: batch.length, attempts: attempt }, "events written to the shared log again");
         return;
       } catch (error) {
-        // Other API processes would miss these events: retry a while, then say so loudly.
-        if (attempt >= 5) {
+        // Other API processes would wait at the missing seqs for ever: try again until written.
+        if (this.#isClosing && attempt >= ATTEMPTS_WHEN_CLOSING) {
           this.#logger.error({ error: String(error), events: batch.length }, "events could not be written to the shared log");
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+        if (attempt === 1) this.#logger.warn({ error: String(error), events: batch.length }, "events could not be written to the shared log yet; retrying");
+        await new Promise((resolve) => setTimeout(resolve, Math.min(MAX_RETRY_DELAY_MS, 50 * attempt)));
       }
     }
   }
