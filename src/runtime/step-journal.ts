@@ -111,8 +111,13 @@ export class StepJournal {
 
   /** Resolves once every change so far is written, held ones too (failures are logged, never thrown). */
   async flush(): Promise<void> {
-    while (this.#writing) await this.#writing;
+    await this.#writesLanded();
     this.#write(true);
+    await this.#writesLanded();
+  }
+
+  /** Resolves once no write is in flight. */
+  async #writesLanded(): Promise<void> {
     while (this.#writing) await this.#writing;
   }
 
@@ -121,7 +126,7 @@ export class StepJournal {
    * steps: one transaction fewer before `run.cancelled`); a write in flight lands first.
    */
   async takeUnwritten(): Promise<StepUpdate[]> {
-    while (this.#writing) await this.#writing;
+    await this.#writesLanded();
     const rows = [...this.#dirty].map((stepId) => this.#rowOf(this.#entries.get(stepId)!));
     this.#dirty.clear();
     return rows;
