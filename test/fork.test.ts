@@ -1,5 +1,6 @@
 /** Fork over HTTP (DESIGN §9, race 3 of §16): a branch shares the history up to a checkpoint, and both paths continue. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { STOPPED_RESPONSE_NOTE } from "../src/runtime/execute-run.js";
 import { createDemoModel, type ChatModel, type ModelRequest } from "../src/runtime/index.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
@@ -170,6 +171,28 @@ describe("fork", () => {
     await runToEnd(third.thread_id, "third branch");
     expect(await users(third.thread_id)).toEqual(["one", "first branch", "third branch"]);
     expect(await users(first.thread_id)).toEqual(["one", "first branch"]);
+  });
+
+  it("a Continue twenty forks after a Stop still builds on it: the stopped step runs again, the model told it was stopped", async () => {
+    // A run reads only its thread's last checkpoints to find the Stop it builds on; twenty
+    // fork_created checkpoints put this one further back, so the whole lineage is read.
+    const { threadId, cancel } = await stopMidStream("Tell me a long story about forks");
+    let branch = (await fork(threadId, { from_checkpoint_id: cancel.resume_checkpoint_id })).body;
+    for (let forks = 1; forks < 20; forks++) branch = (await fork(branch.thread_id, { from_checkpoint_id: branch.head_checkpoint_id })).body;
+    expect(branch.state_version).toBe(cancel.accepted_state_version + 20);
+
+    const before = recorder.requests.length;
+    const resumed = await h.api(`/v1/threads/${branch.thread_id}/runs`, {
+      method: "POST",
+      json: { resume_from_checkpoint_id: branch.head_checkpoint_id, expected_state_version: branch.state_version },
+    });
+    expect(resumed.status).toBe(201);
+    expect(resumed.body).toMatchObject({ input_message_id: null, base_checkpoint_id: branch.head_checkpoint_id });
+    expect((await h.events(resumed.body.run_id)).at(-1)!.type).toBe("run.completed");
+    expect(recorder.requests[before]!.messages).toEqual([
+      { role: "system", content: STOPPED_RESPONSE_NOTE },
+      { role: "user", content: "Tell me a long story about forks" },
+    ]);
   });
 
   it("answers 404 for an unknown thread or a checkpoint outside the lineage, 400 for a bad body", async () => {

@@ -6,6 +6,8 @@
  * every 5 s. Reports the RSS slope, the Stop latency (p50/p99) minute by minute, the turns by
  * kind, and what must be none: violations, 5xx, runs left unfinished, errors logged, and
  * `tidemark check` findings. Writes `bench/results/soak-<ISO time>.json`; exits 1 if any is not none.
+ * `TIDEMARK_SOAK_HEAP=1` also reads the server's live heap after a full GC each minute, and
+ * `TIDEMARK_SOAK_CPU_PROF=<dir>` writes its CPU profile there.
  */
 import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -13,15 +15,19 @@ import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { createTempDir } from "../bench-support.js";
+import { createTempDir, findFreePort } from "../bench-support.js";
 import { CLI_PATH, startServe } from "../serve-child.js";
 import { percentile, round } from "../statistics.js";
+import { readHeapAfterGc, type HeapReading } from "./heap-probe.js";
 import { runSoak, unfinishedRuns } from "./soak-driver.js";
 
 const users = Number(process.env.TIDEMARK_SOAK_USERS ?? 500);
 const minutes = Number(process.env.TIDEMARK_SOAK_MINUTES ?? 10);
 const seed = Number(process.env.TIDEMARK_SEED ?? 20_261_202);
 const log = (message: string): void => void process.stderr.write(`${message}\n`);
+// `TIDEMARK_SOAK_HEAP=1`: each minute, a full GC in the server and its live heap read after it
+// (through the inspector). The GC stops the server for a moment: that minute's Stop tail shows it.
+const inspectPort = process.env.TIDEMARK_SOAK_HEAP === "1" ? await findFreePort() : undefined;
 
 const temp = createTempDir("tidemark-soak-");
 const dbPath = join(temp.dir, "soak.db");
@@ -32,7 +38,24 @@ const server = await startServe({
   db: dbPath,
   outbox: dbPath,
   env: { TIDEMARK_DEMO_WORDS_PER_SECOND: "20", TIDEMARK_DEMO_WORDS: "60" },
+  nodeArgs: [
+    ...(process.env.TIDEMARK_SOAK_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.TIDEMARK_SOAK_CPU_PROF}`] : []),
+    ...(inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : []),
+  ],
 });
+const heapAfterGc: ({ minute: number } & HeapReading)[] = [];
+const heapReads: Promise<void>[] = [];
+function readHeap(minute: number): void {
+  heapReads.push(
+    readHeapAfterGc(inspectPort!).then(
+      (reading) => {
+        heapAfterGc.push({ minute, ...reading });
+        log(`soak: minute ${minute}, heap after a full GC ${reading.heapUsedMb} MB (GC ${reading.gcMs} ms, RSS then ${reading.rssMb} MB)`);
+      },
+      (error: unknown) => log(`soak: minute ${minute}, heap not read: ${String(error)}`),
+    ),
+  );
+}
 const rssMb = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
 const samples: { atS: number; rssMb: number }[] = [];
 const startedAt = performance.now();
@@ -44,9 +67,13 @@ const report = await runSoak({
   users,
   durationMs: minutes * 60_000,
   seed,
-  onMinute: (minute) => log(`soak: minute ${minute}, RSS ${rssMb().toFixed(1)} MB, load ${loadavg()[0]!.toFixed(2)}`),
+  onMinute: (minute) => {
+    log(`soak: minute ${minute}, RSS ${rssMb().toFixed(1)} MB, load ${loadavg()[0]!.toFixed(2)}`);
+    if (inspectPort) void readHeap(minute);
+  },
 });
 clearInterval(sampler);
+await Promise.all(heapReads);
 const unfinished = await unfinishedRuns(server.url, report.runIds);
 const exit = await server.stop();
 const logs = server.logs();
@@ -84,6 +111,7 @@ const result = {
     samples,
   },
   stopLatencyByMinute: byMinute,
+  heapAfterGcByMinute: inspectPort ? heapAfterGc : null,
   violations: report.violations.slice(0, 50),
   violationCount: report.violations.length,
   serverErrors: report.serverErrors.slice(0, 50),

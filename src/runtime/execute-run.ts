@@ -19,7 +19,7 @@ import { ModelError } from "../core/model-error.js";
 import { runLogFields } from "../core/logger.js";
 import { AgentDefinitionError } from "../agents/agent-definition-error.js";
 import { confirmUnknownOperations } from "./operation-confirmation.js";
-import { runAgent, stoppedAt } from "./run-agent.js";
+import { readStoppedAt, runAgent } from "./run-agent.js";
 import { pendingStepOf, type RunExecution } from "./run-execution.js";
 
 /** How a run's execution ended, for the caller's metrics. */
@@ -39,10 +39,10 @@ export async function executeRun(execution: RunExecution): Promise<ExecutionOutc
     if (run.attempt > 1) await confirmUnknownOperations(execution, run.tenantId, run.threadId);
     const history = await store.listMessages(run.tenantId, run.threadId);
     const operations = await store.listOperations(run.tenantId, run.threadId);
-    const checkpoints = new Map((await store.listCheckpoints(run.tenantId, run.threadId)).map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
+    const stopped = await readStoppedAt(store, run.tenantId, run.threadId, run.baseCheckpointId, run.stateVersion);
     const context = buildModelContext(history, { outcomeFor: outcomeFromLedger(operations) });
-    noteStoppedResponse(execution, context, checkpoints);
-    const result = await runAgent(execution, { history, context, checkpoints });
+    noteStoppedResponse(context, stopped);
+    const result = await runAgent(execution, { history, context, stopped });
     planError = result.error;
   } catch (error) {
     planError = error;
@@ -288,11 +288,10 @@ export function emitTerminal(
 export const STOPPED_RESPONSE_NOTE =
   "The user stopped your previous response before it finished; what you had written was discarded. Answer the next message afresh.";
 
-function noteStoppedResponse(execution: RunExecution, context: ModelMessage[], checkpoints: ReadonlyMap<string, CheckpointRecord>): void {
-  // A fragment saved or deleted after the Stop, or a branch made from it, does not change what the model must be told.
-  const base = stoppedAt(checkpoints, execution.run.baseCheckpointId);
+function noteStoppedResponse(context: ModelMessage[], stopped: CheckpointRecord | undefined): void {
+  // (A fragment saved or deleted after the Stop, or a branch made from it, does not change what the model must be told.)
   // Only a cancel that caught a step in progress interrupted a response (not one of a run that never started).
-  if (!base || base.pendingStep === null) return;
+  if (!stopped || stopped.pendingStep === null) return;
   const inputAt = context.findLastIndex((message) => message.role === "user");
   // The discarded text itself is never glued on: it was never kept.
   context.splice(inputAt < 0 ? context.length : inputAt, 0, { role: "system", content: STOPPED_RESPONSE_NOTE });

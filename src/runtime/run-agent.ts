@@ -3,16 +3,18 @@ import type { ModelMessage } from "../core/model.js";
 import type { AgentRunContext, AgentStep, PublishedStep } from "../agents/define-agent.js";
 import { runPlan, type PlanResult, type StepContext, type StepDefinition } from "./plan.js";
 import { PublicationRejectedError } from "./publication-rejected-error.js";
+import type { Store } from "../store/index.js";
 import type { RunExecution } from "./run-execution.js";
 import { endsTheRun } from "./run-stop.js";
 import { createStepContext } from "./step-context.js";
 import { StepJournal, type StepRecordRef } from "./step-journal.js";
 
-/** What the run's agent starts from: the thread's history and its model context. */
+/** What the run's agent starts from: the thread's history, its model context, and the Stop it builds on. */
 export interface AgentStart {
   history: readonly MessageRecord[];
   context: readonly ModelMessage[];
-  checkpoints: ReadonlyMap<string, CheckpointRecord>;
+  /** The `cancel_accepted` checkpoint the run continues from (see `readStoppedAt`), if any. */
+  stopped: CheckpointRecord | undefined;
 }
 
 /** A completed step of the stopped run a Continue builds on (or of this run's earlier attempt): reused, never run again. */
@@ -38,7 +40,7 @@ export async function runAgent(execution: RunExecution, start: AgentStart): Prom
     messages: start.context,
     tools: execution.toolDefinitions.map((tool) => ({ ...tool, effect: execution.tools.get(tool.name)?.effect ?? "none" })),
   };
-  const reusable = agent.continuesFromHistory ? new Map<string, ReusableStep>() : await reusableSteps(execution, start.checkpoints);
+  const reusable = agent.continuesFromHistory ? new Map<string, ReusableStep>() : await reusableSteps(execution, start.stopped);
   const messages = new Map(start.history.map((message) => [message.messageId, message]));
   const journal = new StepJournal({
     run: () => execution.run,
@@ -183,7 +185,7 @@ function reuse(journal: StepJournal, earlier: ReusableStep, messages: ReadonlyMa
  * Continue, those of the run whose Stop it builds on (its `cancel_accepted` checkpoint, past
  * fragments, deletions and forks made after it), if that run ran the same agent.
  */
-async function reusableSteps(execution: RunExecution, checkpoints: ReadonlyMap<string, CheckpointRecord>): Promise<Map<string, ReusableStep>> {
+async function reusableSteps(execution: RunExecution, stopped: CheckpointRecord | undefined): Promise<Map<string, ReusableStep>> {
   const { run, store } = execution;
   const reusable = new Map<string, ReusableStep>();
   // A later attempt of this run (its worker was lost and it resumes) keeps what its earlier attempts completed.
@@ -194,7 +196,6 @@ async function reusableSteps(execution: RunExecution, checkpoints: ReadonlyMap<s
     return reusable;
   }
   if (run.input !== null) return reusable;
-  const stopped = stoppedAt(checkpoints, run.baseCheckpointId);
   if (!stopped?.runId) return reusable;
   const earlier = await store.getRun(run.tenantId, stopped.runId);
   if (!earlier || earlier.agent !== run.agent) return reusable;
@@ -211,10 +212,40 @@ async function reusableSteps(execution: RunExecution, checkpoints: ReadonlyMap<s
  * The `cancel_accepted` checkpoint a run builds on, looking past the edits a client may make after
  * a Stop (a saved or deleted fragment, a fork); undefined when the base is no Stop.
  */
-export function stoppedAt(checkpoints: ReadonlyMap<string, CheckpointRecord>, baseCheckpointId: string): CheckpointRecord | undefined {
+function stoppedAt(checkpoints: ReadonlyMap<string, CheckpointRecord>, baseCheckpointId: string): CheckpointRecord | undefined {
+  return walkToStop(checkpoints, baseCheckpointId).stopped;
+}
+
+/** The walk of `stoppedAt`, and whether it needed a checkpoint `checkpoints` does not hold. */
+function walkToStop(checkpoints: ReadonlyMap<string, CheckpointRecord>, baseCheckpointId: string): { stopped?: CheckpointRecord; isMissing: boolean } {
   let base = checkpoints.get(baseCheckpointId);
   while (base && (base.kind === "fragment_saved" || base.kind === "message_deleted" || base.kind === "fork_created") && base.parentCheckpointId) {
-    base = checkpoints.get(base.parentCheckpointId);
+    const parent = checkpoints.get(base.parentCheckpointId);
+    if (!parent) return { isMissing: true };
+    base = parent;
   }
-  return base?.kind === "cancel_accepted" ? base : undefined;
+  if (!base) return { isMissing: true };
+  return { stopped: base.kind === "cancel_accepted" ? base : undefined, isMissing: false };
+}
+
+/** How many versions below the run's the Stop it builds on is looked for, before the whole thread is read. */
+const RECENT_VERSIONS = 16;
+
+/**
+ * `stoppedAt` for a run of `threadId` whose base is `baseCheckpointId`, at or below `nearVersion`:
+ * it reads the thread's last checkpoints only (a turn's cost must not grow with its thread), and
+ * all of them only when the walk reaches further back (many edits after a Stop).
+ */
+export async function readStoppedAt(
+  store: Store,
+  tenantId: string,
+  threadId: string,
+  baseCheckpointId: string,
+  nearVersion: number,
+): Promise<CheckpointRecord | undefined> {
+  const recent = await store.listCheckpoints(tenantId, threadId, { fromVersion: Math.max(0, nearVersion - RECENT_VERSIONS) });
+  const walk = walkToStop(new Map(recent.map((checkpoint) => [checkpoint.checkpointId, checkpoint])), baseCheckpointId);
+  if (!walk.isMissing) return walk.stopped;
+  const all = await store.listCheckpoints(tenantId, threadId);
+  return stoppedAt(new Map(all.map((checkpoint) => [checkpoint.checkpointId, checkpoint])), baseCheckpointId);
 }

@@ -18,7 +18,7 @@ import type { PendingCancels } from "./pending-cancels.js";
 import { conflictDetails } from "./run-errors.js";
 import type { AgentRegistry } from "../agents/agent-registry.js";
 import { rollBackRun } from "./roll-back-run.js";
-import { stoppedAt } from "./run-agent.js";
+import { readStoppedAt } from "./run-agent.js";
 import type { RunLimits } from "./run-limits.js";
 import type { TraceCarrier } from "./tracing.js";
 
@@ -257,8 +257,9 @@ async function resolveAgent(context: StartRunContext, request: StartRunRequest):
 /** The run whose Stop a Continue builds on, if its checkpoint names one. */
 async function stoppedRun(context: StartRunContext, request: StartRunRequest): Promise<RunRecord | undefined> {
   if (request.resumeFromCheckpointId === undefined) return undefined;
-  const checkpoints = new Map((await context.store.listCheckpoints(request.tenantId, request.threadId)).map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
-  const stopped = stoppedAt(checkpoints, request.resumeFromCheckpointId);
+  const thread = await context.store.getThread(request.tenantId, request.threadId);
+  if (!thread) return undefined;
+  const stopped = await readStoppedAt(context.store, request.tenantId, request.threadId, request.resumeFromCheckpointId, thread.stateVersion);
   return stopped?.runId ? context.store.getRun(request.tenantId, stopped.runId) : undefined;
 }
 

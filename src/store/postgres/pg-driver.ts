@@ -11,7 +11,13 @@ import type { SqlConnection, SqlDialect, SqlDriver, TransactionOptions } from ".
 const RETRYABLE = new Set(["40001", "40P01"]);
 const MAX_ATTEMPTS = 50;
 
-const POSTGRES_DIALECT: SqlDialect = { name: "postgres", forUpdate: " FOR UPDATE", forUpdateSkipLocked: " FOR UPDATE SKIP LOCKED", insertionOrder: "seq" };
+const POSTGRES_DIALECT: SqlDialect = {
+  name: "postgres",
+  forUpdate: " FOR UPDATE",
+  forUpdateSkipLocked: " FOR UPDATE SKIP LOCKED",
+  insertionOrder: "seq",
+  throughIndex: () => "",
+};
 
 /** Statement texts → names, so each connection parses a statement once (`?` → `$n` done once too). */
 const preparedNames = new Map<string, { name: string; text: string }>();

@@ -226,4 +226,14 @@ export const PG_MIGRATIONS: readonly { version: number; name: string; sql: strin
       ALTER TABLE runs ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
     `,
   },
+  {
+    version: 7,
+    name: "partial indexes for the turn path",
+    sql: `
+      -- A thread's rollbacks, and a lost run's committing actions, each without walking every
+      -- checkpoint or operation of the tenant.
+      CREATE INDEX IF NOT EXISTS checkpoints_rolling_back ON checkpoints (tenant_id, thread_id) WHERE kind = 'run_rolled_back';
+      CREATE INDEX IF NOT EXISTS operations_committing ON operations (tenant_id, run_id) WHERE phase = 'committing';
+    `,
+  },
 ];

@@ -8,7 +8,7 @@
 import type { CheckpointRecord, MessageRecord, OperationRecord } from "../../core/index.js";
 import { toCheckpoint, toMessage, toOperation } from "../rows.js";
 import { StoreInvariantError } from "../store-invariant-error.js";
-import type { SqlStatement } from "./sql-context.js";
+import type { SqlContext, SqlStatement } from "./sql-context.js";
 
 /** The rows of one thread of a lineage that a viewer sees. */
 export interface LineageLevel {
@@ -26,6 +26,9 @@ export const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 const MAX_DEPTH = 10_000;
 
 type Sql = (text: string) => SqlStatement;
+
+/** What reading an inherited message needs: statements, and the dialect that names a partial index. */
+type SqlWithDialect = Pick<SqlContext, "sql" | "dialect">;
 
 /** The thread's lineage, root first and the thread itself last; undefined when the thread is unknown. */
 export async function readLineage(sql: Sql, tenantId: string, threadId: string): Promise<LineageLevel[] | undefined> {
@@ -46,11 +49,12 @@ export async function readLineage(sql: Sql, tenantId: string, threadId: string):
 
 /** The lineage's messages in order; with `limit`, only the last `limit`, read newest level first. */
 export async function readLineageMessages(
-  sql: Sql,
+  context: SqlWithDialect,
   tenantId: string,
   levels: readonly LineageLevel[],
   limit?: number,
 ): Promise<MessageRecord[]> {
+  const { sql } = context;
   const viewed: MessageRecord[][] = [];
   if (limit === undefined) {
     const statement = sql("SELECT * FROM messages WHERE tenant_id = ? AND thread_id = ? AND position < ? ORDER BY position");
@@ -70,7 +74,7 @@ export async function readLineageMessages(
   const own = levels.at(-1)!.threadId;
   const messages: MessageRecord[] = [];
   for (const message of viewed.flat()) {
-    messages.push(message.threadId === own ? message : await asSeenFrom(sql, tenantId, levels, message));
+    messages.push(message.threadId === own ? message : await asSeenFrom(context, tenantId, levels, message));
   }
   return messages;
 }
@@ -81,16 +85,19 @@ export async function readLineageMessages(
  * delete in the owner after the fork, or in a branch, is a `message_deleted` checkpoint, and a
  * rollback a `run_rolled_back` one of the owner, each counting only within the viewer's lineage.
  */
-async function asSeenFrom(sql: Sql, tenantId: string, levels: readonly LineageLevel[], message: MessageRecord): Promise<MessageRecord> {
+async function asSeenFrom(context: SqlWithDialect, tenantId: string, levels: readonly LineageLevel[], message: MessageRecord): Promise<MessageRecord> {
   if (message.publicationStatus === "published") return message;
+  const { sql, dialect } = context;
   // A fragment is the assistant's; a user message that is not published was rolled back.
   const wasPublished = message.role === "user";
   const deletes = wasPublished
     ? await sql(
-        "SELECT thread_id, state_version FROM checkpoints WHERE tenant_id = ? AND thread_id = ? AND message_id = ? AND kind = 'run_rolled_back'",
+        `SELECT thread_id, state_version FROM checkpoints${dialect.throughIndex("checkpoints_rolling_back")}
+         WHERE tenant_id = ? AND thread_id = ? AND message_id = ? AND kind = 'run_rolled_back'`,
       ).all(tenantId, message.threadId, message.messageId)
     : await sql(
-        "SELECT thread_id, state_version FROM checkpoints WHERE tenant_id = ? AND message_id = ? AND kind = 'message_deleted'",
+        `SELECT thread_id, state_version FROM checkpoints${dialect.throughIndex("checkpoints_deleting")}
+         WHERE tenant_id = ? AND message_id = ? AND kind = 'message_deleted'`,
       ).all(tenantId, message.messageId);
   const isDeleted = deletes.some((deleted) =>
     levels.some((level) => level.threadId === deleted.thread_id && Number(deleted.state_version) <= level.maxVersion),
@@ -100,14 +107,14 @@ async function asSeenFrom(sql: Sql, tenantId: string, levels: readonly LineageLe
 
 /** `message` as the lineage's viewer sees it, or undefined when it is not in the lineage (or beyond a fork point). */
 export async function messageInLineage(
-  sql: Sql,
+  context: SqlWithDialect,
   tenantId: string,
   levels: readonly LineageLevel[],
   message: MessageRecord,
 ): Promise<MessageRecord | undefined> {
   const level = levels.find((candidate) => candidate.threadId === message.threadId && message.position < candidate.positionBelow);
   if (!level) return undefined;
-  return level === levels.at(-1) ? message : asSeenFrom(sql, tenantId, levels, message);
+  return level === levels.at(-1) ? message : asSeenFrom(context, tenantId, levels, message);
 }
 
 /** The lineage's checkpoints, oldest first, from `fromVersion` on. */

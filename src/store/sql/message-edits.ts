@@ -64,7 +64,7 @@ export async function deleteMessage(context: SqlContext, input: DeleteMessageInp
     const stored = await tx.message(input.tenantId, input.messageId);
     const levels = (await readLineage(tx.sql, input.tenantId, input.threadId))!;
     // A branch may delete a fragment it shares: the checkpoint records it for this lineage only.
-    const message = stored ? await messageInLineage(tx.sql, input.tenantId, levels, stored) : undefined;
+    const message = stored ? await messageInLineage(tx, input.tenantId, levels, stored) : undefined;
     if (!message || message.publicationStatus === "deleted") return { kind: "message_not_found" };
     if (message.publicationStatus !== "fragment") return { kind: "not_deletable", message };
     const isInherited = message.threadId !== input.threadId;

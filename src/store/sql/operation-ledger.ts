@@ -168,7 +168,8 @@ export async function abandonOperation(
 export async function markOutcomesUnknown(context: SqlContext, tenantId: string, runId: string, now: number): Promise<OperationRecord[]> {
   return context.transaction(async (tx) => {
     const rows = await tx.sql(
-      "SELECT * FROM operations WHERE tenant_id = ? AND run_id = ? AND phase = 'committing' ORDER BY created_at, op_id",
+      `SELECT * FROM operations${tx.dialect.throughIndex("operations_committing")}
+       WHERE tenant_id = ? AND run_id = ? AND phase = 'committing' ORDER BY created_at, op_id`,
     ).all(tenantId, runId);
     const marked: OperationRecord[] = [];
     for (const operation of rows.map(toOperation)) {

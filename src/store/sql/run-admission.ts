@@ -195,7 +195,7 @@ export async function admitNextRun(
     if (!read || read.thread.status !== "active" || read.thread.activeRunId !== null) return undefined;
     const { thread } = read;
     const row = await tx.sql(
-      `SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? AND is_waiting = 1 AND status = 'queued'
+      `SELECT * FROM runs${tx.dialect.throughIndex("runs_waiting")} WHERE tenant_id = ? AND thread_id = ? AND is_waiting = 1 AND status = 'queued'
        ORDER BY created_at, run_id LIMIT 1`,
     ).get(tenantId, threadId);
     if (!row) return undefined;
@@ -234,7 +234,7 @@ async function tenantAtLimit(
   // No limit: nothing to count.
   if (!Number.isFinite(limit)) return undefined;
   const row = (await tx.sql(
-    `SELECT count(*) AS count FROM runs
+    `SELECT count(*) AS count FROM runs${tx.dialect.throughIndex("runs_unfinished_by_tenant")}
      WHERE tenant_id = ? AND is_waiting = ? AND status NOT IN ('completed', 'failed', 'cancelled')`,
   ).get(input.tenantId, queue === "queued" ? 1 : 0)) as { count: number | string } | undefined;
   return Number(row?.count ?? 0) >= limit ? { kind: "too_many_runs", queue, limit } : undefined;

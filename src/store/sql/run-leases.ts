@@ -60,7 +60,7 @@ export async function listRecoverableRuns(context: SqlContext, now: number, orph
 export async function claimQueuedRuns(context: SqlContext, input: ClaimQueuedRunsInput): Promise<RunRecord[]> {
   return context.transaction(async (tx) => {
     const rows = await tx.sql(
-      `SELECT * FROM runs WHERE status = 'queued' AND is_waiting = 0 AND lease_owner IS NULL
+      `SELECT * FROM runs${tx.dialect.throughIndex("runs_claimable")} WHERE status = 'queued' AND is_waiting = 0 AND lease_owner IS NULL
        ORDER BY created_at, run_id LIMIT ?${tx.dialect.forUpdateSkipLocked}`,
     ).all(input.limit);
     const claimed: RunRecord[] = [];
@@ -80,7 +80,9 @@ export async function claimQueuedRuns(context: SqlContext, input: ClaimQueuedRun
 /** Runs a worker holds whose cancel was accepted. */
 export async function listCancelledRuns(context: SqlContext, owner: string): Promise<RunRecord[]> {
   const rows = await context.sql(
-    "SELECT * FROM runs WHERE lease_owner = ? AND status IN ('cancel_requested', 'cancelling') ORDER BY created_at",
+    `SELECT * FROM runs${context.dialect.throughIndex("runs_by_lease_owner")}
+     WHERE lease_owner = ? AND status IN ('cancel_requested', 'cancelling') AND status NOT IN ('completed', 'failed', 'cancelled')
+     ORDER BY created_at`,
   ).all(owner);
   return rows.map(toRun);
 }

@@ -13,7 +13,8 @@ export async function findRunByIdempotencyKey(context: SqlContext, tenantId: str
 /** The thread's runs not yet terminal, oldest first. */
 export async function listActiveRuns(context: SqlContext, tenantId: string, threadId: string): Promise<RunRecord[]> {
   const rows = await context.sql(
-    `SELECT * FROM runs WHERE tenant_id = ? AND thread_id = ? AND status NOT IN ('completed', 'failed', 'cancelled')
+    `SELECT * FROM runs${context.dialect.throughIndex("runs_unfinished_by_tenant")}
+     WHERE tenant_id = ? AND thread_id = ? AND status NOT IN ('completed', 'failed', 'cancelled')
      ORDER BY created_at`,
   ).all(tenantId, threadId);
   return rows.map(toRun);

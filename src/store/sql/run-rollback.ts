@@ -17,7 +17,8 @@ export async function rollbackRun(context: SqlContext, input: RollbackRunInput):
     if (!read || read.thread.status !== "active") return { kind: "run_not_found" };
     const { run, thread } = read;
     const earlier = await tx.sql(
-      "SELECT * FROM checkpoints WHERE tenant_id = ? AND thread_id = ? AND run_id = ? AND kind = 'run_rolled_back'",
+      `SELECT * FROM checkpoints${tx.dialect.throughIndex("checkpoints_rolling_back")}
+       WHERE tenant_id = ? AND thread_id = ? AND run_id = ? AND kind = 'run_rolled_back'`,
     ).get(input.tenantId, run.threadId, run.runId);
     const stored = run.inputMessageId === null ? undefined : await tx.message(input.tenantId, run.inputMessageId);
     if (earlier && stored) {

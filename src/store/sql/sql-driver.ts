@@ -38,6 +38,12 @@ export interface SqlDialect {
   readonly forUpdateSkipLocked: string;
   /** A column that orders an append-only table's rows as they were inserted (`rowid`, or a serial). */
   readonly insertionOrder: string;
+  /**
+   * Placed after a table's name: read it through this (partial) index. SQLite plans without
+   * statistics and would otherwise walk every run of a tenant or a thread through the primary key;
+   * PostgreSQL chooses by its statistics, and this is nothing there.
+   */
+  throughIndex(index: string): string;
 }
 
 /** A backend: its connection (or pool), its transactions, its dialect. */

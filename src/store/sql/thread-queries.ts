@@ -116,7 +116,7 @@ export async function listMessages(
   // One read transaction: a branch's levels and their rows are one consistent view.
   return context.transaction(async (tx) => {
     const levels = await readLineage(tx.sql, tenantId, threadId);
-    return levels ? readLineageMessages(tx.sql, tenantId, levels, options.limit) : [];
+    return levels ? readLineageMessages(tx, tenantId, levels, options.limit) : [];
   }, { readOnly: true });
 }
 

@@ -258,6 +258,20 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       ALTER TABLE runs ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
     `,
   },
+  {
+    version: 12,
+    name: "partial indexes for the turn path",
+    sql: `
+      -- What a worker claims and what it must stop (PostgreSQL has had these since its first
+      -- schema); a thread's rollbacks, and a lost run's committing actions, each without walking
+      -- every checkpoint or operation of the tenant. The store names them (INDEXED BY): SQLite
+      -- plans without statistics and would walk the primary key instead.
+      CREATE INDEX IF NOT EXISTS runs_claimable ON runs (created_at) WHERE status = 'queued' AND is_waiting = 0;
+      CREATE INDEX IF NOT EXISTS runs_by_lease_owner ON runs (lease_owner) WHERE status NOT IN ('completed', 'failed', 'cancelled');
+      CREATE INDEX IF NOT EXISTS checkpoints_rolling_back ON checkpoints (tenant_id, thread_id) WHERE kind = 'run_rolled_back';
+      CREATE INDEX IF NOT EXISTS operations_committing ON operations (tenant_id, run_id) WHERE phase = 'committing';
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

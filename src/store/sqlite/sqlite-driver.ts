@@ -13,7 +13,13 @@ import type { Row } from "../rows.js";
 import type { SqlConnection, SqlDialect, SqlDriver, TransactionOptions } from "../sql/sql-driver.js";
 
 /** SQLite has one writer at a time: a write transaction already excludes every other, so no row locks. */
-const SQLITE_DIALECT: SqlDialect = { name: "sqlite", forUpdate: "", forUpdateSkipLocked: "", insertionOrder: "rowid" };
+const SQLITE_DIALECT: SqlDialect = {
+  name: "sqlite",
+  forUpdate: "",
+  forUpdateSkipLocked: "",
+  insertionOrder: "rowid",
+  throughIndex: (index) => ` INDEXED BY ${index}`,
+};
 
 /** How long a writer waits for another connection's write lock before it fails. */
 const BUSY_TIMEOUT_MS = 5_000;

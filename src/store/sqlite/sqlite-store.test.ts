@@ -160,7 +160,7 @@ describe("migration 11 (run instructions and metadata)", () => {
     const { runId } = await completedTurn(writer, "thr_old", T0);
     await writer.close();
     const db = new Database(file);
-    db.exec("ALTER TABLE runs DROP COLUMN instructions; ALTER TABLE runs DROP COLUMN metadata; DELETE FROM schema_migrations WHERE version = 11;");
+    db.exec("ALTER TABLE runs DROP COLUMN instructions; ALTER TABLE runs DROP COLUMN metadata; DELETE FROM schema_migrations WHERE version >= 11;");
     db.close();
 
     const store = createSqliteStore({ path: file, checkpointIntervalMs: 0 });
