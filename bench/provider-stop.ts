@@ -3,8 +3,10 @@ import type { Socket } from "node:net";
 import { join } from "node:path";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { streamText } from "ai";
+import { createParser } from "eventsource-parser";
 import { createOpenAICompatibleModel, fromAISDKModel, withRetries } from "../src/models/index.js";
 import { createRuntime, silentLogger, type ChatModel, type Runtime } from "../src/runtime/index.js";
+import { startTidemark } from "../src/start-tidemark.js";
 import { createSqliteStore } from "../src/store/sqlite/index.js";
 import { absoluteNow } from "./absolute-clock.js";
 import { createTempDir, withTimeout } from "./bench-support.js";
@@ -13,6 +15,8 @@ import { startRemoteProvider, type RemoteClose, type RemoteProvider } from "./re
 import { percentile, round, summarize } from "./statistics.js";
 
 const TENANT = "bench";
+/** The tenant of a server without API keys. */
+const TENANT_LOCAL = "local";
 /** The provider streams 1,000 chunks, one every 5 ms: a run would take 5 s unless stopped. */
 const SCENARIO = { chunks: 1_000, intervalMs: 5 };
 /** Chunks the provider has written before Stop is pressed. */
@@ -33,7 +37,7 @@ const CLOSE_TIMEOUT_MS = 2_000;
 const CLOCK_PINGS = 50;
 const PROMPT = "Please write a long answer so that I can press Stop.";
 
-type RowName = "tidemark-lean" | "tidemark-ai-sdk" | "ai-sdk-streamText";
+type RowName = "tidemark-lean" | "tidemark-ai-sdk" | "tidemark-http" | "raw-fetch" | "ai-sdk-streamText";
 
 /**
  * One stopped generation, as the provider (a child process) saw it. Every time is absolute
@@ -58,6 +62,8 @@ interface StopSample {
   callToAcceptedMs?: number;
   /** Tidemark only: onCancelAccepted → the provider's response closed. */
   acceptedToCloseMs?: number;
+  /** HTTP row only: a bare POST to the same server (a 404 through the same middleware), sent just before the Stop. */
+  barePostMs?: number;
 }
 
 interface Started {
@@ -192,6 +198,92 @@ async function tidemarkRow(name: RowName, provider: RemoteProvider, model: ChatM
   };
 }
 
+/**
+ * Tidemark as a client uses it: an embedded server in this process (SQLite, the lean reader), the
+ * run created and its events read over HTTP, and Stop = `POST /v1/runs/{id}/cancel`, timed from
+ * just before the request is sent. Just before each Stop, a bare POST to the same server (an
+ * unknown route: the same middleware, a 404) times the HTTP round trip the Stop cannot avoid.
+ */
+async function httpRow(provider: RemoteProvider, model: ChatModel, dir: string, sockets: SocketWatch): Promise<Row> {
+  const tidemark = await startTidemark({ dbPath: join(dir, "http.db"), host: "127.0.0.1", port: 0, model, logger: silentLogger });
+  const post = (path: string, body: unknown) =>
+    fetch(`${tidemark.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  return {
+    name: "tidemark-http",
+    async start(marker) {
+      const thread = (await (await post("/v1/threads", {})).json()) as { thread_id: string };
+      const run = (await (await post(`/v1/threads/${thread.thread_id}/runs`, { input: { role: "user", content: `${PROMPT} ${marker}` } })).json()) as { run_id: string };
+      // Read as a client does, so the server's SSE writer is on the path the Stop crosses.
+      const events = await fetch(`${tidemark.url}/v1/runs/${run.run_id}/events`, { headers: { accept: "text/event-stream" } });
+      const drained = events.body!.pipeTo(new WritableStream()).catch(() => undefined);
+      const requestId = await firstChunkOf(provider, marker);
+      return {
+        requestId,
+        async stop(chunk50At) {
+          const bareStart = absoluteNow();
+          await (await post("/v1/bare-round-trip", {})).arrayBuffer();
+          const barePostMs = absoluteNow() - bareStart;
+          const calledAt = absoluteNow();
+          const reply = await post(`/v1/runs/${run.run_id}/cancel`, { reason: "bench" });
+          const repliedAt = absoluteNow();
+          if (reply.status !== 202) throw new Error(`cancel answered ${reply.status}`);
+          await reply.arrayBuffer();
+          const { stopToCloseMs, close } = await closeOf(provider, requestId, calledAt);
+          const final = await tidemark.runtime.waitForTerminal(TENANT_LOCAL, run.run_id, 5_000);
+          if (final?.status !== "cancelled") throw new Error(`run ended ${final?.status}`);
+          await withTimeout(drained, 5_000, "the event stream to end");
+          return {
+            ...sampleOf(close, stopToCloseMs, calledAt, chunk50At, sockets),
+            // The 202 says the cancel was recorded: chunks written after it arrived.
+            chunksAfter: after(close.chunkTimes, repliedAt),
+            callToAcceptedMs: repliedAt - calledAt,
+            acceptedToCloseMs: stopToCloseMs - (repliedAt - calledAt),
+            barePostMs,
+          };
+        },
+      };
+    },
+    close: () => tidemark.close(),
+  };
+}
+
+/** The floor: `fetch` + eventsource-parser + `JSON.parse` of each chunk, stopped with its AbortController. */
+function rawFetchRow(provider: RemoteProvider, sockets: SocketWatch): Row {
+  return {
+    name: "raw-fetch",
+    async start(marker) {
+      const controller = new AbortController();
+      const consumed = (async () => {
+        try {
+          const response = await fetch(`${provider.url}/chat/completions`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: `${PROMPT} ${marker}` }] }),
+            signal: controller.signal,
+          });
+          const parser = createParser({ onEvent: (event) => void (event.data === "[DONE]" || JSON.parse(event.data)) });
+          const decoder = new TextDecoder();
+          for await (const bytes of response.body!) parser.feed(decoder.decode(bytes as Uint8Array, { stream: true }));
+        } catch {
+          // The abort ends the read; the provider's record is what is measured.
+        }
+      })();
+      const requestId = await firstChunkOf(provider, marker);
+      return {
+        requestId,
+        async stop(chunk50At) {
+          const abortedAt = absoluteNow();
+          controller.abort();
+          const { stopToCloseMs, close } = await closeOf(provider, requestId, abortedAt);
+          await withTimeout(consumed, 5_000, "the raw read to end");
+          return { ...sampleOf(close, stopToCloseMs, abortedAt, chunk50At, sockets), chunksAfter: after(close.chunkTimes, abortedAt) };
+        },
+      };
+    },
+    close: () => Promise.resolve(),
+  };
+}
+
 /** The peer: the AI SDK's own `streamText`, stopped with its AbortController. */
 function streamTextRow(provider: RemoteProvider, sockets: SocketWatch): Row {
   const model = createOpenAICompatible({ name: "bench", baseURL: provider.url }).chatModel("m");
@@ -255,7 +347,7 @@ function histogram(values: readonly number[]): Record<string, number> {
 /** Stop pressed → the upstream provider sees its socket close, and chunks it wrote after the cancel. */
 export const providerStop: Benchmark = {
   name: "provider-stop",
-  summary: `Stop after chunk ${CHUNKS_BEFORE_STOP} of a 5 ms/chunk OpenAI-compatible stream (provider in a child process): Stop → upstream socket closed, chunks after; Tidemark (lean reader, AI SDK adapter) vs the AI SDK's streamText`,
+  summary: `Stop after chunk ${CHUNKS_BEFORE_STOP} of a 5 ms/chunk OpenAI-compatible stream (provider in a child process): Stop → upstream socket closed, chunks after; Tidemark (lean reader, AI SDK adapter, HTTP POST /cancel to an embedded server) vs the raw fetch floor and the AI SDK's streamText`,
   async run({ log }): Promise<BenchmarkResult> {
     const temp = createTempDir("provider-stop");
     const provider = await startRemoteProvider(SCENARIO);
@@ -269,6 +361,8 @@ export const providerStop: Benchmark = {
       rows.push(
         await tidemarkRow("tidemark-lean", provider, withRetries(createOpenAICompatibleModel({ model: "m", baseURL: provider.url })), temp.dir, sockets),
         await tidemarkRow("tidemark-ai-sdk", provider, withRetries(fromAISDKModel(aiSdkModel)), temp.dir, sockets),
+        await httpRow(provider, withRetries(createOpenAICompatibleModel({ model: "m", baseURL: provider.url })), temp.dir, sockets),
+        rawFetchRow(provider, sockets),
         streamTextRow(provider, sockets),
       );
       for (const row of rows) samples.set(row.name, []);
@@ -301,6 +395,8 @@ export const providerStop: Benchmark = {
 
     const lean = samples.get("tidemark-lean")!;
     const adapter = samples.get("tidemark-ai-sdk")!;
+    const http = samples.get("tidemark-http")!;
+    const raw = samples.get("raw-fetch")!;
     const peer = samples.get("ai-sdk-streamText")!;
     const p = (rowSamples: StopSample[], q: number, of: (sample: StopSample) => number = (sample) => sample.stopToCloseMs) =>
       round(percentile(rowSamples.map(of), q));
@@ -329,10 +425,36 @@ export const providerStop: Benchmark = {
       compared({ label: `${label}: cancelRun() → client socket destroyed p99`, value: p(rowSamples, 99, toDestroy), unit: "ms" }, peerDestroyP99),
       { label: `${label}: cancelRun() → accepted (store tx) p99`, value: p(rowSamples, 99, (sample) => sample.callToAcceptedMs!), unit: "ms" },
     ];
+    // Issue 18's HTTP Stop: against the floor (a raw fetch's abort) and the round trip it cannot avoid.
+    const rawP50 = p(raw, 50);
+    const barePostP50 = p(http, 50, (sample) => sample.barePostMs!);
+    const httpP50 = p(http, 50);
+    const httpP99 = p(http, 99);
+    const httpFigures: Figure[] = [
+      compared({ label: "HTTP POST /cancel → upstream socket closed p50", value: httpP50, unit: "ms" }, { label: "raw abort() p50", value: rawP50 }),
+      {
+        ...compared({ label: "HTTP POST /cancel → upstream socket closed p99", value: httpP99, unit: "ms" }, { label: "raw abort() p99", value: p(raw, 99) }),
+        target: "≤ 5 ms",
+        isMet: httpP99 <= 5,
+      },
+      {
+        label: "HTTP Stop p50 − (bare POST round trip p50 + raw abort() p50)",
+        value: round(httpP50 - (barePostP50 + rawP50)),
+        unit: "ms",
+        target: "≤ 1 ms",
+        isMet: httpP50 - (barePostP50 + rawP50) <= 1,
+      },
+      { label: "bare POST round trip to the same server p50", value: barePostP50, unit: "ms" },
+      { label: "HTTP POST /cancel → 202 p50", value: p(http, 50, (sample) => sample.callToAcceptedMs!), unit: "ms" },
+      { label: "HTTP Stop: chunks after the 202 (max)", value: maxChunks(http), unit: "chunks", target: "≤ 1", isMet: maxChunks(http) <= 1 },
+      { label: "raw fetch: abort() → upstream socket closed p50", value: rawP50, unit: "ms" },
+      { label: "raw fetch: abort() → upstream socket closed p99", value: p(raw, 99), unit: "ms" },
+    ];
     return {
       figures: [
         ...rowFigures("lean reader", lean),
         ...rowFigures("AI SDK adapter", adapter),
+        ...httpFigures,
         { label: "peer streamText: abort() → upstream socket closed p50", value: peerP50.value, unit: "ms" },
         { label: "peer streamText: abort() → upstream socket closed p99", value: peerP99.value, unit: "ms" },
         { label: "peer streamText: chunks after abort() (max)", value: peerChunks.value, unit: "chunks" },
@@ -357,6 +479,11 @@ export const providerStop: Benchmark = {
         rows: {
           "tidemark-lean (withRetries(createOpenAICompatibleModel))": summarizeRow(lean),
           "tidemark-ai-sdk (withRetries(fromAISDKModel(openai-compatible)))": summarizeRow(adapter),
+          "tidemark-http (embedded server + SSE client here; Stop = POST /v1/runs/{id}/cancel)": {
+            ...summarizeRow(http),
+            barePostMs: summarize(http.map((sample) => sample.barePostMs!)),
+          },
+          "raw-fetch (fetch + eventsource-parser, abort(): the floor)": summarizeRow(raw),
           "ai-sdk-streamText (peer)": summarizeRow(peer),
         },
       },

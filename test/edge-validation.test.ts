@@ -202,7 +202,9 @@ describe.each(stores)("on %s", (_name, start) => {
       expect((await h.api("/v1/threads?limit=100")).body.threads.length).toBe(threads);
     });
 
-    it("a Stop whose reason holds a NUL stops nothing: 400, and the run keeps running until a real Stop", async () => {
+    it("a Stop whose reason holds a NUL: 400 naming the field, the NUL kept nowhere; the run, stopped at the request's headers, ends cancelled with the default reason", async () => {
+      // The run executes here, so the Stop aborted it before its body was read (issue 18; decision
+      // 015): the refused body cannot undo that, and the cancel is recorded without the bad reason.
       const holdingThread = await h.createThread();
       const run = await h.startRun(holdingThread, HOLD);
       await h.events(run.run_id, { until: (event: RunEvent) => event.type === "message.delta" });
@@ -212,13 +214,15 @@ describe.each(stores)("on %s", (_name, start) => {
         expect(refused.status).toBe(400);
         expect(refused.body).toMatchObject({ error: "invalid_request", issues: [{ path: "reason" }] });
       }
-      const still = (await h.api(`/v1/runs/${run.run_id}`)).body;
-      expect(still).toMatchObject({ status: "running", cancel_requested_at: null, cancel_reason: null });
+      const events = await h.events(run.run_id);
+      expect(events.at(-1)!.type).toBe("run.cancelled");
+      expect(JSON.stringify(events)).not.toContain("\\u0000");
+      expect((await h.api(`/v1/runs/${run.run_id}`)).body).toMatchObject({ status: "cancelled", cancel_reason: "user_requested" });
 
-      const stopped = await h.api(`/v1/runs/${run.run_id}/cancel?wait=30000`, { method: "POST", json: { reason: "user pressed stop" } });
-      expect(stopped.status).toBe(200);
-      expect(stopped.body).toMatchObject({ status: "cancelled", already_terminal: false });
-      expect((await h.api(`/v1/runs/${run.run_id}`)).body).toMatchObject({ status: "cancelled", cancel_reason: "user pressed stop" });
+      const again = await h.api(`/v1/runs/${run.run_id}/cancel?wait=30000`, { method: "POST", json: { reason: "user pressed stop" } });
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({ status: "cancelled", already_terminal: true });
+      expect((await h.api(`/v1/runs/${run.run_id}`)).body).toMatchObject({ status: "cancelled", cancel_reason: "user_requested" });
       const history = (await h.api(`/v1/threads/${holdingThread}/history`)).body;
       expect(history.markers).toEqual([expect.objectContaining({ type: "interrupted_response", run_id: run.run_id })]);
     });

@@ -57,7 +57,11 @@ async function acceptCancel(
   traced: CancelTrace,
 ): Promise<CancelRunResult> {
   const { store, clock } = context;
-  const pendingStep = pendingStepOf(execution);
+  // A Stop that already aborted the work at its request's headers is recorded here, with the step it caught then.
+  const stoppedAtRequest = execution?.stoppedAtRequest;
+  if (execution) execution.stoppedAtRequest = undefined;
+  if (stoppedAtRequest) traced.aborted({ atRequest: true });
+  const pendingStep = stoppedAtRequest ? stoppedAtRequest.pendingStep : pendingStepOf(execution);
   // Where the run executes here, the work stops at once and the cancel is recorded after: nothing
   // a client can see (the reply, the events, the status) comes before the store accepted it, and
   // the executor settles only once the stop is decided (decision 005). Elsewhere the store
@@ -117,6 +121,35 @@ async function acceptCancel(
   const { run, thread, checkpoint, heardMessage } = result;
   return { kind: "accepted", run, acceptedStateVersion: thread.stateVersion, resumeCheckpointId: checkpoint.checkpointId, ...(heardMessage ? { heardMessage } : {}) };
 }
+
+/**
+ * The first half of an HTTP Stop, taken as soon as the request's headers are read and its tenant
+ * known (issue 18): a run executing here stops its work at once, before the body is read and
+ * checked, the rate limit counted and the cancel recorded. Returns whether it stopped the work;
+ * then the cancel must be recorded after, whatever becomes of the request (`recordStopAtRequest`).
+ */
+export function stopAtRequest(context: Pick<CancelRunContext, "active">, tenantId: string, runId: string): boolean {
+  const execution = context.active.get(runKey(tenantId, runId));
+  if (!execution || stopProtocol(true) !== "abort_then_record") return false;
+  const pendingStep = pendingStepOf(execution);
+  if (!execution.stop.apply({ type: "stop_requested", reason: DEFAULT_CANCEL_REASON })) return false;
+  execution.stoppedAtRequest = { pendingStep };
+  return true;
+}
+
+/**
+ * Records a Stop that `stopAtRequest` began, if its request ended without recording it (a body
+ * refused, a rate limit, a client gone): the work is already stopped, so the cancel stands, with
+ * the default reason.
+ */
+export async function recordStopAtRequest(context: CancelRunContext, tenantId: string, runId: string): Promise<void> {
+  const execution = context.active.get(runKey(tenantId, runId));
+  if (!execution?.stoppedAtRequest) return;
+  await cancelRun(context, tenantId, runId, DEFAULT_CANCEL_REASON);
+}
+
+/** A cancel's reason when its request names none. */
+export const DEFAULT_CANCEL_REASON = "user_requested";
 
 /**
  * Carries out a cancel the store accepted: the work stops (here, or through the cluster in the

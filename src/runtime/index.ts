@@ -7,6 +7,7 @@ export { PlanDefinitionError } from "./plan-definition-error.js";
 export { RunNotRunningError } from "./run-not-running-error.js";
 export { recoverRun, type RecoveryContext } from "./recover-run.js";
 export type { RuntimeOptions, RuntimeObserver, RuntimeRole, StartRunRequest, CancelRunResult } from "./runtime.js";
+export { DEFAULT_CANCEL_REASON } from "./cancel-run.js";
 export { CancelScope, DEFAULT_SHIELD_TIMEOUT_MS, type ShieldContext, type ShieldOptions } from "./cancel-scope.js";
 export { ShieldTimeoutError } from "./shield-timeout-error.js";
 export { abortableDelay } from "../core/abortable-delay.js";

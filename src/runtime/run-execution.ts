@@ -60,6 +60,11 @@ export interface RunExecution {
   publishing?: Set<Promise<void>>;
   /** A provider chunk arrived after the run's Stop aborted its request, and was discarded (metrics). */
   chunkAfterStop(): void;
+  /**
+   * A Stop that aborted the work as soon as its request's headers were read (`stopAtRequest`), not
+   * recorded yet: the step it caught, for the cancel's checkpoint. The cancel that records it clears it.
+   */
+  stoppedAtRequest?: { pendingStep: PendingStep | null };
 }
 
 /** The step a cancel caught, for its checkpoint: the first still in progress, if any. */

@@ -13,7 +13,7 @@ import { withBuiltInAgents } from "../agents/built-in-agents.js";
 import type { Agent } from "../agents/define-agent.js";
 import { Approvals } from "./approvals.js";
 import { runInBackground } from "./background.js";
-import { cancelRun, terminateThread, type CancelRunContext, type CancelRunResult } from "./cancel-run.js";
+import { cancelRun, recordStopAtRequest, stopAtRequest, terminateThread, type CancelRunContext, type CancelRunResult } from "./cancel-run.js";
 import { DEFAULT_SHIELD_TIMEOUT_MS } from "./cancel-scope.js";
 import { ClusterWorker } from "./cluster-worker.js";
 import { forwardDecision } from "./forward-decision.js";
@@ -324,6 +324,19 @@ export class Runtime {
   /** Accepts a cancel (STOP) for one run; never refused for a stale version. */
   cancelRun(tenantId: string, runId: string, reason: string): Promise<CancelRunResult> {
     return cancelRun(this.#cancel, tenantId, runId, reason);
+  }
+
+  /**
+   * Stops the work of a run executing here as soon as its cancel request is known, before the
+   * request is read further; true when it did. `recordStopAtRequest` must follow, once the request ended.
+   */
+  stopAtRequest(tenantId: string, runId: string): boolean {
+    return stopAtRequest(this.#cancel, tenantId, runId);
+  }
+
+  /** Records a Stop `stopAtRequest` began, unless its request's `cancelRun` already did. */
+  recordStopAtRequest(tenantId: string, runId: string): Promise<void> {
+    return recordStopAtRequest(this.#cancel, tenantId, runId);
   }
 
   /** The run once it is terminal, or as it stands when `timeoutMs` ran out; undefined if unknown. */

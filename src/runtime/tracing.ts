@@ -253,9 +253,9 @@ export class CancelTrace {
     this.#span.addEvent(name, { ...attributes, elapsed_ms: elapsed });
   }
 
-  /** The executing work was aborted here. */
-  aborted(): void {
-    this.#event("cancel.aborted");
+  /** The executing work was aborted here (`atRequest`: already, when the cancel's request headers were read). */
+  aborted(options: { atRequest?: boolean } = {}): void {
+    this.#event("cancel.aborted", options.atRequest ? { "tidemark.cancel.at_request": true } : {});
   }
 
   /** The store answered: `accepted` / `already_requested` are recorded cancels. */

@@ -16,6 +16,7 @@ import { registerRollbackRoute } from "./routes/rollback.js";
 import { registerRunRoutes, type RunRouteOptions } from "./routes/runs.js";
 import { registerSystemRoutes } from "./routes/system.js";
 import { registerThreadRoutes } from "./routes/threads.js";
+import { CANCEL_PATH, createStopAtRequest } from "./stop-at-request.js";
 import { createRateLimit, DEFAULT_RATE_LIMIT, type RateLimitOptions } from "./rate-limit.js";
 import { registerWebApp } from "./web-app.js";
 import { OPENAI_PATHS, registerOpenAiCompat } from "./compat/openai/openai-routes.js";
@@ -63,6 +64,8 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   // included: so these wrap everything after them (AG-UI answers in the native shape).
   for (const path of OPENAI_PATHS) app.use(path, openAiErrorShape);
   app.use("/langgraph/*", langGraphErrorShape);
+  // A Stop aborts its run before anything else reads its request (the rate limit included).
+  if (options.runtime.role !== "worker") app.use(CANCEL_PATH, createStopAtRequest(options.runtime, options.apiKeys ?? new Map()));
   // Every layer's routes (the native API, OpenAI's, LangGraph's, AG-UI's), before their auth.
   const limitRate = createRateLimit(options.apiKeys ?? new Map(), options.rateLimit ?? DEFAULT_RATE_LIMIT);
   for (const path of ["/v1/*", "/langgraph/*", "/ag-ui", "/ag-ui/*"]) app.use(path, limitRate);

@@ -1,7 +1,7 @@
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { acceptedCancelOf, isTerminalStatus, TidemarkError, type RunRecord, type ThreadRecord } from "../../core/index.js";
-import type { CancelRunResult, Runtime } from "../../runtime/index.js";
+import { DEFAULT_CANCEL_REASON, type CancelRunResult, type Runtime } from "../../runtime/index.js";
 import { streamRunEvents } from "../../stream/index.js";
 import { traceContextOf } from "../trace-context.js";
 import type { AppEnv } from "../app-env.js";
@@ -182,7 +182,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
     const { run_id } = c.req.valid("param");
     const body = c.req.valid("json");
     const waitMs = Math.min(Number(c.req.valid("query").wait ?? 0), 60_000);
-    const result = await runtime.cancelRun(tenantId, run_id, body.reason ?? "user_requested");
+    const result = await runtime.cancelRun(tenantId, run_id, body.reason ?? DEFAULT_CANCEL_REASON);
     if (result.kind === "pending_creation") {
       return c.json(
         {

@@ -1,0 +1,124 @@
+/**
+ * An HTTP Stop aborts its run as soon as the request's headers are read (issue 18): before its
+ * body arrives, before the rate limit and validation. The cancel is then recorded with the body's
+ * reason; and if the request never gets that far (a body refused, a client gone before sending
+ * it), the Stop still stands: the run ends `cancelled`, with the default reason, and nothing is
+ * streamed or published after `run.cancel_requested`.
+ */
+import { request as httpRequest, type ClientRequest } from "node:http";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { RunEvent } from "../src/core/index.js";
+import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
+import { startHarness, type Harness } from "./support/harness.js";
+
+/** The demo model at a slow pace, telling when a generation's signal is aborted. */
+function abortWatchingModel(): { model: ChatModel; nextAbort(): Promise<void> } {
+  const demo = createDemoModel({ wordsPerSecond: 20, wordCount: 400 });
+  let onAbort: (() => void) | undefined;
+  return {
+    nextAbort: () => new Promise<void>((resolve) => (onAbort = resolve)),
+    model: {
+      id: "demo",
+      title: demo.title,
+      stream(request, options) {
+        options.signal.addEventListener("abort", () => onAbort?.(), { once: true });
+        return demo.stream(request, options);
+      },
+    },
+  };
+}
+
+const watcher = abortWatchingModel();
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness({ model: watcher.model });
+});
+
+afterAll(async () => {
+  await h.expectNoViolations();
+  await h.close();
+});
+
+/** A run streaming its answer: its events so far, read until its third delta. */
+async function streamingRun(): Promise<string> {
+  const threadId = await h.createThread();
+  const run = await h.startRun(threadId, "Tell me a long story");
+  await h.events(run.run_id, { until: (event) => event.type === "message.delta" && event.seq >= 4 });
+  return run.run_id as string;
+}
+
+/** A cancel request with its headers sent and its body held back (`Content-Length` announces it). */
+function cancelWithHeldBody(runId: string, body: string): { request: ClientRequest; reply: Promise<{ status: number; body: any }> } {
+  const url = new URL(`${h.url}/v1/runs/${runId}/cancel`);
+  const request = httpRequest(url, { method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } });
+  const reply = new Promise<{ status: number; body: any }>((resolve, reject) => {
+    request.on("response", (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (text += chunk));
+      response.on("end", () => resolve({ status: response.statusCode!, body: JSON.parse(text) }));
+    });
+    request.on("error", reject);
+  });
+  request.flushHeaders();
+  return { request, reply };
+}
+
+/** Nothing after the accepted cancel: no delta, no publication, and the stream ends `run.cancelled`. */
+function expectNothingAfterCancel(events: readonly RunEvent[]): void {
+  const cancelAt = events.findIndex((event) => event.type === "run.cancel_requested");
+  expect(cancelAt).toBeGreaterThan(0);
+  expect(events.slice(cancelAt).filter((event) => event.type === "message.delta" || event.type === "message.published")).toEqual([]);
+  expect(events.at(-1)!.type).toBe("run.cancelled");
+}
+
+it("aborts the generation before the body arrives; the cancel is recorded with the body's reason", async () => {
+  const runId = await streamingRun();
+  const aborted = watcher.nextAbort();
+  const { request, reply } = cancelWithHeldBody(runId, JSON.stringify({ reason: "changed my mind" }));
+  // The generation's signal fires while the request's body has not been sent.
+  await aborted;
+  request.end(JSON.stringify({ reason: "changed my mind" }));
+  const answer = await reply;
+  expect(answer.status).toBe(202);
+  expect(answer.body).toMatchObject({ run_id: runId, status: "cancel_requested", already_terminal: false });
+  const events = await h.events(runId);
+  expectNothingAfterCancel(events);
+  expect(events.find((event) => event.type === "run.cancel_requested")).toMatchObject({ reason: "changed my mind" });
+  expect((await h.api(`/v1/runs/${runId}`)).body).toMatchObject({ status: "cancelled", cancel_reason: "changed my mind" });
+});
+
+it("a Stop whose body is refused still stands: 400 for the body, and the run ends cancelled with the default reason", async () => {
+  const runId = await streamingRun();
+  const refused = await h.api(`/v1/runs/${runId}/cancel`, { method: "POST", json: { reason: 5 } });
+  expect(refused.status).toBe(400);
+  expect(refused.body.error).toBe("invalid_request");
+  const events = await h.events(runId);
+  expectNothingAfterCancel(events);
+  expect((await h.api(`/v1/runs/${runId}`)).body).toMatchObject({ status: "cancelled", cancel_reason: "user_requested" });
+});
+
+it("a Stop whose client leaves before sending its body still stands", async () => {
+  const runId = await streamingRun();
+  const aborted = watcher.nextAbort();
+  const { request, reply } = cancelWithHeldBody(runId, "{}");
+  void reply.catch(() => undefined);
+  await aborted;
+  request.destroy();
+  const events = await h.events(runId);
+  expectNothingAfterCancel(events);
+  expect((await h.api(`/v1/runs/${runId}`)).body).toMatchObject({ status: "cancelled", cancel_reason: "user_requested" });
+});
+
+it("a refused cancel of a run not executing here stops nothing: the run later created with that id runs to its end", async () => {
+  const runId = "run_01jd8x0f1ae2rbv7c9ks0d8m5q";
+  const refused = await h.api(`/v1/runs/${runId}/cancel`, { method: "POST", json: { reason: 5 } });
+  expect(refused.status).toBe(400);
+  const threadId = await h.createThread();
+  await h.startRun(threadId, "Tell me a long story", { run_id: runId });
+  const events = await h.events(runId, { until: (event) => event.type === "message.delta" && event.seq >= 4 });
+  expect(events.map((event) => event.type)).not.toContain("run.cancel_requested");
+  expect((await h.api(`/v1/runs/${runId}/cancel`, { method: "POST", json: {} })).status).toBe(202);
+  expectNothingAfterCancel(await h.events(runId));
+});
