@@ -1,3 +1,4 @@
+import { cpuSince, takeCpuSnapshot } from "./cpu-accounting.js";
 import { compared, type Benchmark, type BenchmarkResult, type Figure } from "./benchmark.js";
 import { runPeerChild, type ChildOutcome, type StopSample } from "./peer-compare-run.js";
 import { BACK_TO_BACK, PACED, SCENARIOS, SHAPE_NAMES, STOP, type ShapeName } from "./peer-shapes.js";
@@ -149,6 +150,8 @@ export const peerCompare: Benchmark = {
   async run({ log }): Promise<BenchmarkResult> {
     const results = emptyResults();
     const clockChecks: Record<string, { offsetMs: number; rttMs: number }> = {};
+    // The machine's busy share while each child ran: above what the child and the provider take, other sessions' load.
+    const machineBusy: Record<string, (number | undefined)[]> = {};
     for (const shape of SHAPE_NAMES) {
       const provider = await startRemoteProvider(SCENARIOS[shape]);
       try {
@@ -158,9 +161,11 @@ export const peerCompare: Benchmark = {
         }
         for (const peer of ORDER) {
           const startedAt = performance.now();
+          const before = takeCpuSnapshot([]);
           try {
             results[shape][peer].outcomes.push(await runPeerChild(peer, shape, provider));
             log(`peer-compare: ${shape}: ${peer} done in ${round((performance.now() - startedAt) / 1000, 1)} s`);
+            (machineBusy[`${shape} ${peer}`] ??= []).push(cpuSince(before, []).machineCpuBusy);
           } catch (error) {
             const message = error instanceof Error ? error.message : String(error);
             results[shape][peer].errors.push(message);
@@ -184,6 +189,7 @@ export const peerCompare: Benchmark = {
           "then the parent asks the provider child when that request's response closed; one Stop at a time. The raw floor runs first and last; its samples are pooled.",
         clockCheck: { note: "provider clock − bench clock by IPC ping-pong; not applied, the error bound is ± rtt/2", ...clockChecks },
         peers: LABELS,
+        machineCpuBusyPerChild: machineBusy,
         ...details(results),
       },
     };
