@@ -22,6 +22,7 @@ import { limitsTracingCost } from "./limits-tracing-cost.js";
 import { liveBargeIn } from "./live-barge-in.js";
 import { liveSessions } from "./live-sessions.js";
 import { liveVadOnset } from "./live-vad-onset.js";
+import { peerCompare } from "./peer-compare.js";
 import { pgCheckpointCost } from "./pg-checkpoint-cost.js";
 import { planOverhead } from "./plan-overhead.js";
 import { planStop } from "./plan-stop.js";
@@ -33,7 +34,7 @@ import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
 import { threadRender } from "./thread-render.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveVadOnset, liveSessions, compatStream, compatStop, limitsTracingCost];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveVadOnset, liveSessions, compatStream, compatStop, limitsTracingCost, peerCompare];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));

@@ -1,0 +1,197 @@
+import { cpuSince, takeCpuSnapshot } from "./cpu-accounting.js";
+import { compared, type Benchmark, type BenchmarkResult, type Figure } from "./benchmark.js";
+import { runPeerChild, type ChildOutcome, type StopSample } from "./peer-compare-run.js";
+import { BACK_TO_BACK, PACED, SCENARIOS, SHAPE_NAMES, STOP, type ShapeName } from "./peer-shapes.js";
+import { PEER_NAMES, type PeerName } from "./peer-stream.js";
+import { startRemoteProvider } from "./remote-provider.js";
+import { median, percentile, round, summarize } from "./statistics.js";
+
+/**
+ * Issue 18's peer comparison: the same mock provider in its own process, three shapes, every
+ * peer in a fresh process, figures as ratios to the raw floor of the same run. The raw floor runs
+ * first and again last (its samples pooled), so drift in the machine's load shows and is shared.
+ */
+
+const ORDER: readonly PeerName[] = [...PEER_NAMES, "raw"];
+const CLOCK_PINGS = 50;
+
+const LABELS: Record<PeerName, string> = {
+  raw: "raw fetch + eventsource-parser",
+  openai: "`openai` client",
+  "ai-sdk": "AI SDK streamText",
+  langgraph: "LangGraph.js (messages)",
+  tidemark: "Tidemark server + SSE client",
+};
+
+/** What one peer gave on one shape: its children's outcomes (two for the raw floor), or the failure. */
+interface PeerResult {
+  outcomes: ChildOutcome[];
+  errors: string[];
+}
+
+type Results = Record<ShapeName, Record<PeerName, PeerResult>>;
+
+const emptyResults = (): Results =>
+  Object.fromEntries(
+    SHAPE_NAMES.map((shape) => [shape, Object.fromEntries(PEER_NAMES.map((peer): [PeerName, PeerResult] => [peer, { outcomes: [], errors: [] }]))]),
+  ) as unknown as Results;
+
+const cpuSamples = (result: PeerResult) => result.outcomes.flatMap((outcome) => outcome.report.cpuMs);
+const stopSamples = (result: PeerResult): StopSample[] => result.outcomes.flatMap((outcome) => outcome.stops);
+const closeTimes = (result: PeerResult) => stopSamples(result).map((sample) => sample.stopToCloseMs);
+const meanOf = (values: readonly number[]) => (values.length === 0 ? Number.NaN : values.reduce((sum, value) => sum + value, 0) / values.length);
+
+/** A peer that failed on a shape: one row saying so, instead of failing the whole bench. */
+function errorFigure(shape: ShapeName, peer: PeerName, result: PeerResult): Figure[] {
+  if (result.errors.length === 0) return [];
+  return [{ label: `${shape}: ${LABELS[peer]} FAILED: ${result.errors[0]!.split("\n")[0]!.slice(0, 200)}`, value: Number.NaN, unit: "" }];
+}
+
+function backToBackFigures(results: Results["back-to-back"]): Figure[] {
+  const floor = { label: "raw", value: round(median(cpuSamples(results.raw)), 1) };
+  const figures: Figure[] = [{ label: `back to back: ${LABELS.raw} CPU per ${SCENARIOS["back-to-back"].chunks!.toLocaleString("en")} chunks (median)`, value: floor.value, unit: "ms" }];
+  for (const peer of PEER_NAMES.slice(1)) {
+    figures.push(...errorFigure("back-to-back", peer, results[peer]));
+    if (results[peer].outcomes.length === 0) continue;
+    const value = round(median(cpuSamples(results[peer])), 1);
+    const figure = compared({ label: `back to back: ${LABELS[peer]} CPU (median)`, value, unit: "ms" }, floor);
+    figures.push(peer === "tidemark" ? { ...figure, target: "≤ 2.0× raw", isMet: value <= 2 * floor.value } : figure);
+  }
+  return [...errorFigure("back-to-back", "raw", results.raw), ...figures];
+}
+
+function pacedFigures(results: Results["paced"]): Figure[] {
+  const cpuFloor = { label: "raw", value: round(meanOf(cpuSamples(results.raw)) / 1000, 2) };
+  const rssOf = (peer: PeerName) => round(meanOf(results[peer].outcomes.map((outcome) => outcome.report.maxRssMb)), 0);
+  const rssFloor = { label: "raw", value: rssOf("raw") };
+  const figures: Figure[] = [
+    ...errorFigure("paced", "raw", results.raw),
+    { label: `paced: ${LABELS.raw} CPU for ${PACED.streams} × ${SCENARIOS.paced.chunks} chunks`, value: cpuFloor.value, unit: "s" },
+    { label: `paced: ${LABELS.raw} peak RSS`, value: rssFloor.value, unit: "MB" },
+  ];
+  for (const peer of PEER_NAMES.slice(1)) {
+    figures.push(...errorFigure("paced", peer, results[peer]));
+    if (results[peer].outcomes.length === 0) continue;
+    const cpu = round(meanOf(cpuSamples(results[peer])) / 1000, 2);
+    const cpuFigure = compared({ label: `paced: ${LABELS[peer]} CPU`, value: cpu, unit: "s" }, cpuFloor);
+    figures.push(
+      peer === "tidemark" ? { ...cpuFigure, target: "≤ 2.0× raw", isMet: cpu <= 2 * cpuFloor.value } : cpuFigure,
+      compared({ label: `paced: ${LABELS[peer]} peak RSS`, value: rssOf(peer), unit: "MB" }, rssFloor),
+    );
+  }
+  return figures;
+}
+
+function stopFigures(results: Results["stop"]): Figure[] {
+  const p = (peer: PeerName, q: number) => round(percentile(closeTimes(results[peer]), q), 2);
+  const rawP50 = { label: "raw abort() p50", value: p("raw", 50) };
+  const rawP99 = { label: "raw abort() p99", value: p("raw", 99) };
+  const figures: Figure[] = [
+    ...errorFigure("stop", "raw", results.raw),
+    { label: `Stop → upstream socket closed: ${LABELS.raw}, abort() p50`, value: rawP50.value, unit: "ms" },
+    { label: `Stop → upstream socket closed: ${LABELS.raw}, abort() p99`, value: rawP99.value, unit: "ms" },
+  ];
+  for (const peer of PEER_NAMES.slice(1)) {
+    figures.push(...errorFigure("stop", peer, results[peer]));
+    if (results[peer].outcomes.length === 0) continue;
+    const how = peer === "tidemark" ? "POST /cancel" : "abort()";
+    const p50 = compared({ label: `Stop → upstream socket closed: ${LABELS[peer]}, ${how} p50`, value: p(peer, 50), unit: "ms" }, rawP50);
+    const p99 = compared({ label: `Stop → upstream socket closed: ${LABELS[peer]}, ${how} p99`, value: p(peer, 99), unit: "ms" }, rawP99);
+    if (peer !== "tidemark") {
+      figures.push(p50, p99);
+      continue;
+    }
+    const bare = round(median(results.tidemark.outcomes.flatMap((outcome) => outcome.report.bareRoundTripMs ?? [])), 2);
+    const allowed = round(bare + rawP50.value + 1, 2);
+    figures.push(
+      { label: "Tidemark bare POST round trip (cancel of a finished run) p50", value: bare, unit: "ms" },
+      { ...p50, target: `≤ ${allowed} ms (bare POST + raw abort + 1 ms)`, isMet: p50.value <= allowed },
+      { ...p99, target: "≤ 5 ms", isMet: p99.value <= 5 },
+    );
+  }
+  return figures;
+}
+
+/** Everything the JSON keeps per shape and peer: summaries and every sample. */
+function details(results: Results) {
+  const perPeer = <T>(shape: ShapeName, of: (result: PeerResult) => T) => Object.fromEntries(PEER_NAMES.map((peer) => [peer, of(results[shape][peer])]));
+  const errors = (result: PeerResult) => (result.errors.length > 0 ? { errors: result.errors } : {});
+  return {
+    "back-to-back": perPeer("back-to-back", (result) => ({
+      ...errors(result),
+      cpuMs: result.outcomes.map((outcome) => outcome.report.cpuMs.map((value) => round(value, 1))),
+      elapsedMs: result.outcomes.map((outcome) => outcome.report.elapsedMs.map((value) => round(value, 1))),
+      maxRssMb: result.outcomes.map((outcome) => round(outcome.report.maxRssMb, 1)),
+    })),
+    stop: perPeer("stop", (result) => ({
+      ...errors(result),
+      stopToCloseMs: summarize(closeTimes(result)),
+      p95: round(percentile(closeTimes(result), 95), 3),
+      notClosedWithin2s: closeTimes(result).filter((value) => !Number.isFinite(value)).length,
+      chunksAfterStop: summarize(stopSamples(result).map((sample) => sample.chunksAfterStop)),
+      stopToClientStreamEndedMs: summarize(result.outcomes.flatMap((outcome) => outcome.report.stopToEndedMs ?? [])),
+      bareRoundTripMs: result.outcomes[0]?.report.bareRoundTripMs ? summarize(result.outcomes.flatMap((outcome) => outcome.report.bareRoundTripMs!)) : undefined,
+      rawStopToCloseMs: closeTimes(result).map((value) => round(value, 3)),
+    })),
+    paced: perPeer("paced", (result) => ({
+      ...errors(result),
+      cpuMs: result.outcomes.map((outcome) => round(outcome.report.cpuMs[0]!, 0)),
+      elapsedMs: result.outcomes.map((outcome) => round(outcome.report.elapsedMs[0]!, 0)),
+      maxRssMb: result.outcomes.map((outcome) => round(outcome.report.maxRssMb, 1)),
+    })),
+  };
+}
+
+export const peerCompare: Benchmark = {
+  name: "peer-compare",
+  summary:
+    "issue 18's peers on one mock provider (its own process), each peer in a fresh process: 20,000 chunks back to back (CPU), Stop → upstream socket closed, " +
+    "200 streams × 500 chunks at 10 ms (CPU, peak RSS); raw fetch + eventsource-parser (the floor), openai, AI SDK streamText, LangGraph.js, Tidemark server + SSE client",
+  async run({ log }): Promise<BenchmarkResult> {
+    const results = emptyResults();
+    const clockChecks: Record<string, { offsetMs: number; rttMs: number }> = {};
+    // The machine's busy share while each child ran: above what the child and the provider take, other sessions' load.
+    const machineBusy: Record<string, (number | undefined)[]> = {};
+    for (const shape of SHAPE_NAMES) {
+      const provider = await startRemoteProvider(SCENARIOS[shape]);
+      try {
+        if (shape === "stop") {
+          const clock = await provider.clockOffset(CLOCK_PINGS);
+          clockChecks[shape] = { offsetMs: round(clock.offsetMs, 3), rttMs: round(clock.rttMs, 3) };
+        }
+        for (const peer of ORDER) {
+          const startedAt = performance.now();
+          const before = takeCpuSnapshot([]);
+          try {
+            results[shape][peer].outcomes.push(await runPeerChild(peer, shape, provider));
+            log(`peer-compare: ${shape}: ${peer} done in ${round((performance.now() - startedAt) / 1000, 1)} s`);
+            (machineBusy[`${shape} ${peer}`] ??= []).push(cpuSince(before, []).machineCpuBusy);
+          } catch (error) {
+            const message = error instanceof Error ? error.message : String(error);
+            results[shape][peer].errors.push(message);
+            log(`peer-compare: ${shape}: ${peer} FAILED: ${message.slice(0, 500)}`);
+          }
+        }
+      } finally {
+        await provider.close();
+      }
+    }
+    return {
+      figures: [...backToBackFigures(results["back-to-back"]), ...stopFigures(results.stop), ...pacedFigures(results.paced)],
+      details: {
+        scenarios: SCENARIOS,
+        runs: { backToBack: BACK_TO_BACK, stop: STOP, paced: PACED, order: ORDER },
+        method:
+          "the test provider runs in a child process (remote-provider.ts), one per shape; every peer runs each shape in a fresh `node peer-compare-child.js` and reports " +
+          "its own process.cpuUsage() (all threads) over the measured stretch and its peak RSS (resourceUsage().maxRSS); Tidemark's child holds the embedded server " +
+          "(startTidemark, SQLite, the lean reader as `--model openai-compatible:m` configures it) and the SSE client, so its CPU is server + client. " +
+          "Stop: the child stamps absolute time when it presses Stop (abort(), or POST /v1/runs/{id}/cancel for Tidemark) after 20 deltas arrived, waits for its stream to end, " +
+          "then the parent asks the provider child when that request's response closed; one Stop at a time. The raw floor runs first and last; its samples are pooled.",
+        clockCheck: { note: "provider clock − bench clock by IPC ping-pong; not applied, the error bound is ± rtt/2", ...clockChecks },
+        peers: LABELS,
+        machineCpuBusyPerChild: machineBusy,
+        ...details(results),
+      },
+    };
+  },
+};
