@@ -18,6 +18,7 @@ import { clusterThroughput } from "./cluster-throughput.js";
 import { forkCost } from "./fork-cost.js";
 import { formatTable } from "./format-table.js";
 import { ledgerOverhead } from "./ledger-overhead.js";
+import { manyStreams } from "./many-streams.js";
 import { limitsTracingCost } from "./limits-tracing-cost.js";
 import { liveBargeIn } from "./live-barge-in.js";
 import { liveSessions } from "./live-sessions.js";
@@ -34,7 +35,7 @@ import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
 import { threadRender } from "./thread-render.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveVadOnset, liveSessions, compatStream, compatStop, limitsTracingCost, peerCompare];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveVadOnset, liveSessions, compatStream, compatStop, limitsTracingCost, peerCompare, manyStreams];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));

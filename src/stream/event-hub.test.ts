@@ -80,6 +80,29 @@ describe("EventHub expiry", () => {
     expect(time.pending()).toEqual([]);
   });
 
+  it("starts the TTL as the terminal event is appended, and none before", () => {
+    const time = createFakeTime();
+    const hub = new EventHub({ ttlMs: 60_000, timers: time.timers });
+    const buffer = hub.ensure("t1", "run_a", 1);
+    buffer.append({ type: "message.delta", run_id: "run_a", message_id: "msg_1", text: "hi" });
+    expect(time.pending()).toEqual([]);
+
+    buffer.append(completed("run_a"));
+
+    expect(time.pending()).toEqual([expect.objectContaining({ ms: 60_000, isInterval: false })]);
+  });
+
+  it("never expires a newer attempt's buffer when a stale attempt's buffer ends", async () => {
+    const time = createFakeTime();
+    const hub = new EventHub({ ttlMs: 1_000, timers: time.timers });
+    const second = hub.ensure("t1", "run_a", 2);
+    hub.ensure("t1", "run_a", 1).append(completed("run_a"));
+
+    await time.advance(5_000);
+
+    expect(hub.get("t1", "run_a")).toBe(second);
+  });
+
   it("defaults to a 15 minute TTL", async () => {
     const time = createFakeTime();
     const hub = new EventHub({ timers: time.timers });

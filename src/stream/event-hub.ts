@@ -34,13 +34,13 @@ export class EventHub {
     const firstSeq = (attempt - 1) * ATTEMPT_SEQ_STRIDE + 1;
     const existing = this.#buffers.get(key);
     if (existing && existing.firstSeq === firstSeq) return existing;
-    const buffer = new RunEventBuffer(runId, firstSeq);
     // A stale attempt's writer gets a buffer nobody reads; it never replaces a newer attempt's.
-    if (existing && existing.firstSeq > firstSeq) return buffer;
+    if (existing && existing.firstSeq > firstSeq) return new RunEventBuffer(runId, firstSeq);
+    // A callback, not a promise per buffer: a run holds nothing for its expiry until it ends.
+    const buffer = new RunEventBuffer(runId, firstSeq, (ended) => this.#expireLater(key, ended));
     this.#buffers.set(key, buffer);
     // Subscribers of the earlier attempt go on with this one (a handover, not an end).
     existing?.supersede(buffer);
-    void buffer.whenTerminal().then(() => this.#expireLater(key, buffer));
     return buffer;
   }
 

@@ -195,3 +195,79 @@ describe("RunEventBuffer keeps deltas compactly", () => {
     expect(buffer.typeAt(1)).toBe("run.started");
   });
 });
+
+describe("RunEventBuffer after the terminal event", () => {
+  /** A run's events as a run appends them: a start, deltas of two messages, a completion, the end. */
+  function endedBuffer(): { buffer: RunEventBuffer; appended: RunEvent[] } {
+    const buffer = new RunEventBuffer(RUN_ID, 1001);
+    const appended = [
+      buffer.append({ type: "run.started", run_id: RUN_ID, thread_id: "thr_1", attempt: 1, status: "running" }),
+      ...["Hello", " there", ' "quoted"\n', " 🌊"].map((text) => buffer.append(delta(text))),
+      buffer.append({ type: "message.delta", run_id: RUN_ID, message_id: "msg_2", text: "next message" }),
+    ];
+    return { buffer, appended };
+  }
+
+  it("serves the same frames, events and types as before the end", () => {
+    const { buffer, appended } = endedBuffer();
+    const framesBefore = buffer.framesAfter(1000);
+    const lateJoinerBefore = buffer.framesAfter(1003, 2);
+
+    const terminal = buffer.append(completed);
+
+    const all = [...appended, terminal];
+    expect(buffer.framesAfter(1000)).toEqual({ text: framesBefore.text + formatSseFrame(terminal), lastSeq: 1007, count: 7 });
+    expect(buffer.framesAfter(1003, 2)).toEqual(lateJoinerBefore);
+    expect(buffer.eventsBetween(1000, 1007)).toEqual(all);
+    expect(buffer.eventsBetween(1002, 1004)).toEqual(all.slice(2, 4));
+    expect(all.map((event) => buffer.typeAt(event.seq))).toEqual(all.map((event) => event.type));
+    expect(buffer.typeAt(1008)).toBeUndefined();
+    expect([buffer.lastSeq, buffer.isEmpty, buffer.terminalEvent]).toEqual([1007, false, terminal]);
+  });
+
+  it("wakes its subscribers for the terminal event, then holds none", () => {
+    const { buffer } = endedBuffer();
+    const woken: number[] = [];
+    buffer.subscribe(() => woken.push(buffer.lastSeq));
+    buffer.subscribe(() => woken.push(buffer.lastSeq));
+
+    buffer.append(completed);
+
+    expect(woken).toEqual([1007, 1007]);
+    expect(buffer.subscriberCount).toBe(0);
+  });
+
+  it("still lets a subscriber unsubscribe, and take and drop a subscription after the end", () => {
+    const { buffer } = endedBuffer();
+    const unsubscribe = buffer.subscribe(() => {});
+    buffer.append(completed);
+
+    unsubscribe();
+    const late = buffer.subscribe(() => {});
+    expect(buffer.subscriberCount).toBe(1);
+    late();
+    expect(buffer.subscriberCount).toBe(0);
+  });
+});
+
+describe("RunEventBuffer packs long streams as they go", () => {
+  it.each([255, 256, 257, 600, 1024])("serves %i deltas and the end exactly as appended", (count) => {
+    const buffer = new RunEventBuffer(RUN_ID, 11);
+    const appended = [buffer.append({ type: "run.started", run_id: RUN_ID, thread_id: "thr_1", attempt: 1, status: "running" })];
+    for (let index = 1; index < count; index++) {
+      const messageId = index < count / 2 ? "msg_1" : "msg_2";
+      appended.push(buffer.append({ type: "message.delta", run_id: RUN_ID, message_id: messageId, text: ` w${index}` }));
+    }
+    const frames = (events: RunEvent[]) => events.map(formatSseFrame).join("");
+
+    expect(buffer.framesAfter(10).text).toBe(frames(appended));
+    expect(buffer.framesAfter(10 + 200, 100)).toEqual({ text: frames(appended.slice(200, 300)), lastSeq: Math.min(10 + 300, 10 + count), count: Math.min(100, count - 200) });
+    appended.push(buffer.append(completed));
+
+    expect(buffer.lastSeq).toBe(10 + count + 1);
+    expect(buffer.framesAfter(10).text).toBe(frames(appended));
+    expect(buffer.eventsBetween(10 + 250, 10 + 260)).toEqual(appended.slice(250, 260));
+    expect(buffer.typeAt(10 + count + 1)).toBe("run.completed");
+    expect(buffer.typeAt(10 + count + 2)).toBeUndefined();
+  });
+});

@@ -1,44 +1,60 @@
 import { InvariantError, isTerminalEventType, type RunEvent, type RunEventDraft } from "../core/index.js";
+import { PackedEntries, type BufferEntry, type DeltaEntry } from "./packed-entries.js";
 import { formatSseFrame } from "./sse-frame.js";
 
-/** A delta kept compactly: its frame is built when it is sent (message ids are shared strings). */
-interface DeltaEntry {
-  messageId: string;
-  text: string;
-}
-
-/** A ready SSE frame (every event but deltas), or a compact delta. */
-type Entry = string | DeltaEntry;
+/** Entries packed together once this many are appended (and the rest at the terminal event). */
+const SEGMENT_ENTRIES = 256;
 
 /**
  * One run's event log for reconnecting clients: gapless `seq`, shared by every subscriber.
  * Deltas, which are most of a run's events, are kept as their text only and framed on send, so
  * a buffer kept for its TTL costs about the text streamed, not a full frame per token. Every
- * other event is serialised once, at append. Short-lived and never read by resume: history is
- * the truth, this buffer only a convenience.
+ * other event is serialised once, at append. Every {@link SEGMENT_ENTRIES} entries are packed
+ * ({@link PackedEntries}), and the last ones at the terminal event, when the subscribers are let
+ * go too: a long stream, and a buffer kept for its TTL for resumes with `Last-Event-ID`, cost
+ * little more than their text. Short-lived and never read by resume: history is the truth, this
+ * buffer only a convenience.
  */
 export class RunEventBuffer {
   readonly runId: string;
   /** The seq of the first event this buffer holds. */
   readonly firstSeq: number;
-  readonly #entries: Entry[] = [];
+  /** The entries packed so far: each holds SEGMENT_ENTRIES of them, but the last after the end. */
+  readonly #segments: PackedEntries[] = [];
+  /** How many entries the segments hold. */
+  #packedCount = 0;
+  /** The entries appended since the last segment was packed. */
+  #tail: BufferEntry[] = [];
   readonly #listeners = new Set<() => void>();
   #terminal: RunEvent | undefined;
   #successor: RunEventBuffer | undefined;
   readonly #terminalWaiters: ((event: RunEvent) => void)[] = [];
+  readonly #onTerminal: ((buffer: RunEventBuffer) => void) | undefined;
 
-  constructor(runId: string, firstSeq = 1) {
+  /** `onTerminal` is called once, right after the terminal event is appended (the hub starts the TTL). */
+  constructor(runId: string, firstSeq = 1, onTerminal?: (buffer: RunEventBuffer) => void) {
     this.runId = runId;
     this.firstSeq = firstSeq;
+    this.#onTerminal = onTerminal;
   }
 
   /** The seq of the last event appended (firstSeq − 1 when empty). */
   get lastSeq(): number {
-    return this.firstSeq + this.#entries.length - 1;
+    return this.firstSeq + this.#length - 1;
   }
 
   get isEmpty(): boolean {
-    return this.#entries.length === 0;
+    return this.#length === 0;
+  }
+
+  get #length(): number {
+    return this.#packedCount + this.#tail.length;
+  }
+
+  #entryAt(index: number): BufferEntry | undefined {
+    const segment = Math.floor(index / SEGMENT_ENTRIES);
+    if (segment < this.#segments.length) return this.#segments[segment]!.at(index - segment * SEGMENT_ENTRIES);
+    return this.#tail[index - this.#packedCount];
   }
 
   /** The terminal event, once appended. */
@@ -51,22 +67,29 @@ export class RunEventBuffer {
     if (this.#terminal) throw new InvariantError(`run ${this.runId} already ended with ${this.#terminal.type}`);
     const event = { ...draft, seq: this.lastSeq + 1 } as RunEvent;
     if (event.type === "message.delta") {
-      this.#entries.push({ messageId: event.message_id, text: event.text });
+      this.#tail.push({ messageId: event.message_id, text: event.text });
     } else {
-      this.#entries.push(formatSseFrame(event));
+      this.#tail.push(formatSseFrame(event));
     }
-    if (isTerminalEventType(event.type)) {
-      this.#terminal = event;
-      for (const resolve of this.#terminalWaiters.splice(0)) resolve(event);
+    if (!isTerminalEventType(event.type)) {
+      if (this.#tail.length === SEGMENT_ENTRIES) this.#packTail();
+      for (const listener of this.#listeners) listener();
+      return event;
     }
+    this.#terminal = event;
+    this.#packTail();
+    for (const resolve of this.#terminalWaiters.splice(0)) resolve(event);
+    this.#onTerminal?.(this);
     for (const listener of this.#listeners) listener();
+    // Nothing is appended after the end, so no subscriber is woken again: none needs holding.
+    this.#listeners.clear();
     return event;
   }
 
   /** Frames with seq in (afterSeq, afterSeq + limit], joined, and the seq of the last one. */
   framesAfter(afterSeq: number, limit = Number.POSITIVE_INFINITY): { text: string; lastSeq: number; count: number } {
     const start = Math.max(0, afterSeq + 1 - this.firstSeq);
-    const end = Math.min(this.#entries.length, start + limit);
+    const end = Math.min(this.#length, start + limit);
     if (start >= end) return { text: "", lastSeq: Math.max(afterSeq, this.firstSeq - 1), count: 0 };
     let text = "";
     for (let index = start; index < end; index++) text += this.#frameAt(index);
@@ -76,10 +99,10 @@ export class RunEventBuffer {
   /** The events with seq in (afterSeq, upToSeq]. */
   eventsBetween(afterSeq: number, upToSeq: number): RunEvent[] {
     const start = Math.max(0, afterSeq + 1 - this.firstSeq);
-    const end = Math.min(this.#entries.length, upToSeq + 1 - this.firstSeq);
+    const end = Math.min(this.#length, upToSeq + 1 - this.firstSeq);
     const events: RunEvent[] = [];
     for (let index = start; index < end; index++) {
-      const entry = this.#entries[index]!;
+      const entry = this.#entryAt(index)!;
       if (typeof entry === "string") events.push(JSON.parse(entry.slice(entry.indexOf("\ndata: ") + 7, -2)) as RunEvent);
       else events.push(this.#deltaEvent(entry, this.firstSeq + index));
     }
@@ -88,15 +111,22 @@ export class RunEventBuffer {
 
   /** The type of the event with `seq`, if held. */
   typeAt(seq: number): string | undefined {
-    const entry = this.#entries[seq - this.firstSeq];
+    const entry = this.#entryAt(seq - this.firstSeq);
     if (entry === undefined) return undefined;
     if (typeof entry !== "string") return "message.delta";
     return entry.slice(entry.indexOf("\nevent: ") + 8, entry.indexOf("\ndata: "));
   }
 
   #frameAt(index: number): string {
-    const entry = this.#entries[index]!;
+    const entry = this.#entryAt(index)!;
     return typeof entry === "string" ? entry : formatSseFrame(this.#deltaEvent(entry, this.firstSeq + index));
+  }
+
+  /** Packs the entries appended since the last segment. */
+  #packTail(): void {
+    this.#segments.push(PackedEntries.pack(this.#tail));
+    this.#packedCount += this.#tail.length;
+    this.#tail = [];
   }
 
   /** A delta's event, with the key order it was appended with (so its bytes never change). */
