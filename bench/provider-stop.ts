@@ -247,27 +247,17 @@ async function httpRow(provider: RemoteProvider, model: ChatModel, dir: string, 
   };
 }
 
-/** The floor: `fetch` + eventsource-parser + `JSON.parse` of each chunk, stopped with its AbortController. */
-function rawFetchRow(provider: RemoteProvider, sockets: SocketWatch): Row {
+/**
+ * A library consumer's row: `read` streams one generation with the signal given, and Stop is
+ * that signal's `abort()`. An abort may end the read with an error; the provider's record is
+ * what is measured.
+ */
+function abortedReadRow(name: RowName, provider: RemoteProvider, sockets: SocketWatch, read: (prompt: string, signal: AbortSignal) => Promise<void>): Row {
   return {
-    name: "raw-fetch",
+    name,
     async start(marker) {
       const controller = new AbortController();
-      const consumed = (async () => {
-        try {
-          const response = await fetch(`${provider.url}/chat/completions`, {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: `${PROMPT} ${marker}` }] }),
-            signal: controller.signal,
-          });
-          const parser = createParser({ onEvent: (event) => void (event.data === "[DONE]" || JSON.parse(event.data)) });
-          const decoder = new TextDecoder();
-          for await (const bytes of response.body!) parser.feed(decoder.decode(bytes as Uint8Array, { stream: true }));
-        } catch {
-          // The abort ends the read; the provider's record is what is measured.
-        }
-      })();
+      const consumed = read(`${PROMPT} ${marker}`, controller.signal).catch(() => undefined);
       const requestId = await firstChunkOf(provider, marker);
       return {
         requestId,
@@ -275,7 +265,7 @@ function rawFetchRow(provider: RemoteProvider, sockets: SocketWatch): Row {
           const abortedAt = absoluteNow();
           controller.abort();
           const { stopToCloseMs, close } = await closeOf(provider, requestId, abortedAt);
-          await withTimeout(consumed, 5_000, "the raw read to end");
+          await withTimeout(consumed, 5_000, `${name} to end`);
           return { ...sampleOf(close, stopToCloseMs, abortedAt, chunk50At, sockets), chunksAfter: after(close.chunkTimes, abortedAt) };
         },
       };
@@ -284,35 +274,28 @@ function rawFetchRow(provider: RemoteProvider, sockets: SocketWatch): Row {
   };
 }
 
+/** The floor: `fetch` + eventsource-parser + `JSON.parse` of each chunk, stopped with its AbortController. */
+function rawFetchRow(provider: RemoteProvider, sockets: SocketWatch): Row {
+  return abortedReadRow("raw-fetch", provider, sockets, async (prompt, signal) => {
+    const response = await fetch(`${provider.url}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: prompt }] }),
+      signal,
+    });
+    const parser = createParser({ onEvent: (event) => void (event.data === "[DONE]" || JSON.parse(event.data)) });
+    const decoder = new TextDecoder();
+    for await (const bytes of response.body!) parser.feed(decoder.decode(bytes as Uint8Array, { stream: true }));
+  });
+}
+
 /** The peer: the AI SDK's own `streamText`, stopped with its AbortController. */
 function streamTextRow(provider: RemoteProvider, sockets: SocketWatch): Row {
   const model = createOpenAICompatible({ name: "bench", baseURL: provider.url }).chatModel("m");
-  return {
-    name: "ai-sdk-streamText",
-    async start(marker) {
-      const controller = new AbortController();
-      const result = streamText({ model, prompt: `${PROMPT} ${marker}`, abortSignal: controller.signal, maxRetries: 0, onError: () => {} });
-      const consumed = (async () => {
-        try {
-          for await (const text of result.textStream) void text;
-        } catch {
-          // An abort may surface as an error; the provider's record is what is measured.
-        }
-      })();
-      const requestId = await firstChunkOf(provider, marker);
-      return {
-        requestId,
-        async stop(chunk50At) {
-          const abortedAt = absoluteNow();
-          controller.abort();
-          const { stopToCloseMs, close } = await closeOf(provider, requestId, abortedAt);
-          await withTimeout(consumed, 5_000, "streamText to end");
-          return { ...sampleOf(close, stopToCloseMs, abortedAt, chunk50At, sockets), chunksAfter: after(close.chunkTimes, abortedAt) };
-        },
-      };
-    },
-    close: () => Promise.resolve(),
-  };
+  return abortedReadRow("ai-sdk-streamText", provider, sockets, async (prompt, signal) => {
+    const result = streamText({ model, prompt, abortSignal: signal, maxRetries: 0, onError: () => {} });
+    for await (const text of result.textStream) void text;
+  });
 }
 
 function summarizeRow(samples: readonly StopSample[]) {

@@ -111,6 +111,26 @@ it("a Stop whose client leaves before sending its body still stands", async () =
   expect((await h.api(`/v1/runs/${runId}`)).body).toMatchObject({ status: "cancelled", cancel_reason: "user_requested" });
 });
 
+it("two tabs Stop at once, one held at its headers: one cancel is recorded, both are answered, the run ends cancelled once", async () => {
+  const runId = await streamingRun();
+  const aborted = watcher.nextAbort();
+  const first = cancelWithHeldBody(runId, JSON.stringify({ reason: "first tab" }));
+  await aborted;
+  // The second tab's Stop arrives whole while the first's body is still on its way: it records the Stop.
+  const second = await h.api(`/v1/runs/${runId}/cancel`, { method: "POST", json: { reason: "second tab" } });
+  expect(second.status).toBe(202);
+  expect(second.body).toMatchObject({ status: "cancel_requested", already_terminal: false });
+  first.request.end(JSON.stringify({ reason: "first tab" }));
+  const late = await first.reply;
+  expect([200, 202]).toContain(late.status);
+  expect(late.body).toMatchObject({ run_id: runId, already_terminal: late.status === 200 });
+  const events = await h.events(runId);
+  expectNothingAfterCancel(events);
+  expect(events.filter((event) => event.type === "run.cancel_requested")).toEqual([expect.objectContaining({ reason: "second tab" })]);
+  expect(events.filter((event) => event.type === "run.cancelled")).toHaveLength(1);
+  expect((await h.api(`/v1/runs/${runId}`)).body).toMatchObject({ status: "cancelled", cancel_reason: "second tab" });
+});
+
 it("a refused cancel of a run not executing here stops nothing: the run later created with that id runs to its end", async () => {
   const runId = "run_01jd8x0f1ae2rbv7c9ks0d8m5q";
   const refused = await h.api(`/v1/runs/${runId}/cancel`, { method: "POST", json: { reason: 5 } });
