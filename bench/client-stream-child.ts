@@ -10,6 +10,7 @@
  */
 import { createChatSession, createTidemarkClient, openRunEventStream, type TidemarkClient } from "../src/client/index.js";
 import { readSseEvents } from "../src/stream/index.js";
+import { collectGarbage } from "./collect-garbage.js";
 
 export type ClientVariant = "baseline" | "event-stream" | "chat-session";
 
@@ -117,12 +118,6 @@ async function readChatSession(client: TidemarkClient, counting: { inFlight: num
   return { deltas, snapshots, draftRestarts };
 }
 
-function gc(): void {
-  const collect = (globalThis as { gc?: () => void }).gc;
-  if (!collect) throw new Error("run with --expose-gc");
-  collect();
-  collect();
-}
 
 async function main(): Promise<void> {
   const [variant, url, expected] = process.argv.slice(2) as [ClientVariant, string, string];
@@ -143,7 +138,7 @@ async function main(): Promise<void> {
     throw new Error(`unknown variant ${String(variant)}`);
   };
   await read();
-  gc();
+  collectGarbage();
   const heapBefore = process.memoryUsage().heapUsed;
   const rssBefore = process.memoryUsage.rss();
   const startedAt = performance.now();
@@ -153,7 +148,7 @@ async function main(): Promise<void> {
   const elapsedMs = performance.now() - startedAt;
   const heapAtEnd = process.memoryUsage().heapUsed;
   const rssAtEnd = process.memoryUsage.rss();
-  gc();
+  collectGarbage();
   if (result.deltas !== Number(expected)) throw new Error(`expected ${expected} deltas, got ${result.deltas}`);
   const sample: ClientStreamSample = {
     variant,

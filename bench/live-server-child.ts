@@ -9,6 +9,7 @@
 import { createOpenAICompatibleModel, withRetries } from "../src/models/index.js";
 import { createJsonLogger, type Logger } from "../src/runtime/index.js";
 import { startTidemark } from "../src/start-tidemark.js";
+import { collectGarbage } from "./collect-garbage.js";
 
 /** What the parent asks. */
 export type ServerChildRequest = { type: "usage"; ticket: number; gc?: boolean };
@@ -30,13 +31,6 @@ const tidemark = await startTidemark({ dbPath, port: 0, host: "127.0.0.1", model
 const send = (message: ServerChildMessage): void => {
   if (process.connected) process.send!(message);
 };
-
-function collectGarbage(): void {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error("run with --expose-gc");
-  gc();
-  gc();
-}
 
 process.on("message", (request: ServerChildRequest) => {
   if (request.type !== "usage") return;

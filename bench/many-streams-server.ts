@@ -11,6 +11,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createJsonLogger, type Logger } from "../src/runtime/index.js";
 import { startTidemark } from "../src/start-tidemark.js";
 import { absoluteNow } from "./absolute-clock.js";
+import { collectGarbage } from "./collect-garbage.js";
 import { SharedPacer } from "./shared-pacer.js";
 import { createStampedModel } from "./stamped-model.js";
 
@@ -63,13 +64,6 @@ loopDelay.enable();
 const send = (message: ManyStreamsServerMessage): void => {
   if (process.connected) process.send!(message);
 };
-
-function collectGarbage(): void {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error("run with --expose-gc");
-  gc();
-  gc();
-}
 
 process.on("message", (request: ManyStreamsServerRequest) => {
   if (request.type === "ping") return send({ type: "pong", at: absoluteNow() });
