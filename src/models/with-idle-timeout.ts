@@ -29,17 +29,18 @@ export function withIdleTimeout(model: ChatModel, options: IdleTimeoutOptions = 
       const forwardAbort = (): void => controller.abort(signal.reason);
       signal.addEventListener("abort", forwardAbort, { once: true });
       const stalled = new ModelError("retryable", `The model provider sent nothing for ${Math.round(idleTimeoutMs / 1000)} s.`);
-      let timer: NodeJS.Timeout | undefined;
-      const arm = (): void => {
-        timer = setTimeout(() => controller.abort(stalled), idleTimeoutMs);
-        timer.unref();
-      };
+      // One timer for the whole stream, re-armed per part: a new one per chunk would cost an allocation and two list operations.
+      let isWaiting = true;
+      const timer = setTimeout(function checkStalled() {
+        if (isWaiting) controller.abort(stalled);
+      }, idleTimeoutMs);
+      timer.unref();
       try {
-        arm();
         for await (const part of model.stream(request, { signal: controller.signal })) {
-          clearTimeout(timer);
+          isWaiting = false;
           yield part;
-          arm();
+          isWaiting = true;
+          timer.refresh();
         }
       } catch (error) {
         if (controller.signal.reason === stalled && !signal.aborted) throw stalled;

@@ -65,10 +65,15 @@ export class RunEventBuffer {
   /** Stamps the next seq on `draft`, stores it and wakes subscribers. */
   append(draft: RunEventDraft): RunEvent {
     if (this.#terminal) throw new InvariantError(`run ${this.runId} already ended with ${this.#terminal.type}`);
-    const event = { ...draft, seq: this.lastSeq + 1 } as RunEvent;
-    if (event.type === "message.delta") {
-      this.#tail.push({ messageId: event.message_id, text: event.text });
+    const seq = this.lastSeq + 1;
+    let event: RunEvent;
+    if (draft.type === "message.delta") {
+      // Most events: kept as their text, and built field by field (a spread of an unknown shape costs more per token).
+      const entry = { messageId: draft.message_id, text: draft.text };
+      this.#tail.push(entry);
+      event = this.#deltaEvent(entry, seq);
     } else {
+      event = { ...draft, seq } as RunEvent;
       this.#tail.push(formatSseFrame(event));
     }
     if (!isTerminalEventType(event.type)) {
