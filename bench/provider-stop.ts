@@ -96,25 +96,25 @@ async function firstChunkOf(provider: RemoteProvider, marker: string): Promise<n
 }
 
 /**
- * Records when client sockets to `port` are destroyed (undici's `undici:client:connected`
- * channel hands over each new socket; its `destroy` is wrapped on the instance): the moment this
- * process actually closed the connection, in absolute time.
+ * Records when client sockets to `port` are destroyed (the `net.client.socket` channel hands
+ * over each new socket; its `destroy` is wrapped on the instance): the moment this process
+ * actually closed the connection, in absolute time.
  */
 function watchSocketDestroys(port: string): { firstAfter(time: number): number; close(): void } {
   const destroyedAt: number[] = [];
-  const onConnected = (message: unknown): void => {
-    const { socket, connectParams } = message as { socket: Socket; connectParams: { port?: string | number } };
-    if (String(connectParams.port) !== port) return;
+  const watch = (socket: Socket): void => {
     const destroy = socket.destroy.bind(socket);
     socket.destroy = (error?: Error) => {
-      if (!socket.destroyed) destroyedAt.push(absoluteNow());
+      if (!socket.destroyed && String(socket.remotePort) === port) destroyedAt.push(absoluteNow());
       return destroy(error);
     };
   };
-  subscribe("undici:client:connected", onConnected);
+  // Every client socket, fetch's (undici) and node:http's (the lean reader's), is made by net.connect.
+  const onSocket = (message: unknown): void => watch((message as { socket: Socket }).socket);
+  subscribe("net.client.socket", onSocket);
   return {
     firstAfter: (time) => (destroyedAt.find((at) => at >= time) ?? Number.POSITIVE_INFINITY) - time,
-    close: () => void unsubscribe("undici:client:connected", onConnected),
+    close: () => void unsubscribe("net.client.socket", onSocket),
   };
 }
 

@@ -1,13 +1,13 @@
 import type { IncomingMessage } from "node:http";
 
-/** Chunks held before the socket is paused (the provider then waits on TCP), and the level it resumes at. */
-const PAUSE_AT_CHUNKS = 64;
-const RESUME_AT_CHUNKS = 16;
+/** Characters held before the socket is paused (the provider then waits on TCP), and the level it resumes below. */
+const PAUSE_AT_CHARS = 64 * 1024;
+const RESUME_BELOW_CHARS = 16 * 1024;
 
 /**
  * A provider's response body as UTF-8 text chunks, pulled one at a time. Lighter per chunk than a
  * `Readable`'s async iterator (no `read()` round, no stream-state checks); the socket is paused
- * while {@link PAUSE_AT_CHUNKS} chunks wait, so a slow reader still holds the provider back.
+ * while {@link PAUSE_AT_CHARS} characters wait, so a slow reader still holds the provider back.
  * `return()` (a `for await` left early) hands the body to `release`, which decides whether the
  * connection can be kept.
  */
@@ -15,6 +15,7 @@ export class UpstreamBody implements AsyncIterableIterator<string> {
   readonly #response: IncomingMessage;
   readonly #release: () => void;
   #chunks: string[] = [];
+  #heldChars = 0;
   #isEnded = false;
   #error: unknown;
   #wake: (() => void) | undefined;
@@ -25,7 +26,8 @@ export class UpstreamBody implements AsyncIterableIterator<string> {
     response.setEncoding("utf8");
     response.on("data", (chunk: string) => {
       this.#chunks.push(chunk);
-      if (this.#chunks.length === PAUSE_AT_CHUNKS) response.pause();
+      this.#heldChars += chunk.length;
+      if (this.#heldChars >= PAUSE_AT_CHARS) response.pause();
       this.#notify();
     });
     response.once("end", () => {
@@ -43,7 +45,8 @@ export class UpstreamBody implements AsyncIterableIterator<string> {
     for (;;) {
       if (this.#chunks.length > 0) {
         const value = this.#chunks.shift()!;
-        if (this.#chunks.length === RESUME_AT_CHUNKS && this.#response.isPaused()) this.#response.resume();
+        this.#heldChars -= value.length;
+        if (this.#heldChars < RESUME_BELOW_CHARS && this.#response.isPaused()) this.#response.resume();
         return { value, done: false };
       }
       if (this.#error !== undefined) throw this.#error;

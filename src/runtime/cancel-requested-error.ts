@@ -11,7 +11,11 @@ export class CancelRequestedError extends Error {
   readonly reason: string;
 
   constructor(reason: string) {
+    // A reason, not a failure: no stack is captured (it cost 0.1 ms of every Stop's path).
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(`cancel requested: ${reason}`);
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = "AbortError";
     this.reason = reason;
   }
