@@ -1,4 +1,6 @@
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import { readFileSync } from "node:fs";
+import https from "node:https";
 import type { Socket } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ModelStreamPart } from "../core/model.js";
@@ -83,5 +85,43 @@ describe("the lean reader's HTTP transport (node:http)", () => {
       if (++count === 1) await provider.waitForChunks(provider.requests[0]!, 4_000);
     }
     expect(count).toBe(4_000);
+  });
+});
+
+describe("the lean reader over HTTPS", () => {
+  const certificate = readFileSync(new URL("../../test/support/tls/localhost-cert.pem", import.meta.url), "utf8");
+  const key = readFileSync(new URL("../../test/support/tls/localhost-key.pem", import.meta.url), "utf8");
+  let provider: TestProvider;
+  let trusted: typeof https.globalAgent.options.ca;
+
+  beforeEach(async () => {
+    provider = await startTestProvider({ scenario: { chunks: 5, intervalMs: 0 }, tls: { key, cert: certificate } });
+    // The reader uses Node's global agent: trusting the test certificate there is all it needs.
+    trusted = https.globalAgent.options.ca;
+    https.globalAgent.options.ca = certificate;
+  });
+
+  afterEach(async () => {
+    https.globalAgent.options.ca = trusted;
+    await provider.close();
+  });
+
+  it("streams an answer, and an abort mid-answer closes the connection (destroyed: a TLS socket cannot reset)", async () => {
+    const model = createOpenAICompatibleModel({ model: "m", baseURL: provider.url });
+    expect(provider.url.startsWith("https://")).toBe(true);
+    expect(await readAll(model.stream({ messages: [{ role: "user", content: "one" }] }, { signal: new AbortController().signal }))).toBe("w0 w1 w2 w3 w4 ");
+
+    provider.setScenario({ chunks: 1_000, intervalMs: 5 });
+    const controller = new AbortController();
+    const reading = readAll(model.stream({ messages: [{ role: "user", content: "long" }] }, { signal: controller.signal })).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    const request = await provider.waitForRequest(2);
+    await provider.waitForChunks(request, 3);
+    controller.abort(new Error("stopped"));
+    expect(((await reading) as Error).message).toBe("stopped");
+    await request.closed;
+    expect(provider.chunksAfter(request, request.socketClosedAt!)).toBe(0);
   });
 });

@@ -24,7 +24,8 @@ export interface UpstreamResponse {
  */
 export function postUpstream(url: URL, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<UpstreamResponse> {
   signal.throwIfAborted();
-  const transport = url.protocol === "https:" ? https : http;
+  const isTls = url.protocol === "https:";
+  const transport = isTls ? https : http;
   return new Promise((resolve, reject) => {
     const request = transport.request(url, {
       method: "POST",
@@ -32,7 +33,7 @@ export function postUpstream(url: URL, headers: Record<string, string>, body: st
     });
     let response: http.IncomingMessage | undefined;
     const stop = (): void => {
-      request.destroy();
+      abandon(request, isTls);
       reject(signal.reason);
     };
     // A body whose end has arrived (read or not: a [DONE] comes just before it) leaves the socket to
@@ -40,7 +41,7 @@ export function postUpstream(url: URL, headers: Record<string, string>, body: st
     const release = (): void => {
       signal.removeEventListener("abort", stop);
       if (response?.complete) response.removeAllListeners("data").resume();
-      else request.destroy();
+      else abandon(request, isTls);
     };
     signal.addEventListener("abort", stop, { once: true });
     request.on("error", (error) => {
@@ -68,4 +69,15 @@ export function postUpstream(url: URL, headers: Record<string, string>, body: st
     });
     request.end(body);
   });
+}
+
+/**
+ * Closes the connection of a request given up mid-answer with a reset, not a FIN: the provider's
+ * next read or write fails at once, even a server that keeps half-open connections (to which a
+ * FIN only says "no more requests"). A TLS socket's handle cannot reset; it is destroyed.
+ */
+function abandon(request: http.ClientRequest, isTls: boolean): void {
+  const socket = request.socket;
+  if (!isTls && socket && !socket.destroyed) socket.resetAndDestroy();
+  request.destroy();
 }

@@ -18,6 +18,7 @@
  * ```
  */
 import http from "node:http";
+import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 
@@ -112,6 +113,8 @@ export interface TestProviderOptions {
   scenario?: TestProviderScenario;
   /** The request header carrying the cancel token (default `x-request-id`). */
   tokenHeader?: string;
+  /** Serve HTTPS with this key and certificate (PEM) instead of HTTP. */
+  tls?: { key: string; cert: string };
 }
 
 const COMPLETIONS_PATH = "/v1/chat/completions";
@@ -161,17 +164,20 @@ class OpenAiTestProvider implements TestProvider {
   #scenarioRequests = 0;
   #toolCallCount = 0;
   #isClosed = false;
+  readonly #scheme: "http" | "https";
   readonly #generations = new Map<RecordedRequest, Generation>();
   readonly #requestWaiters = new Set<{ n: number; resolve(record: RecordedRequest): void; reject(error: unknown): void }>();
 
   constructor(options: TestProviderOptions) {
     this.#scenario = options.scenario ?? {};
     this.#tokenHeader = (options.tokenHeader ?? "x-request-id").toLowerCase();
-    this.#server = http.createServer((request, response) => {
+    const handle = (request: http.IncomingMessage, response: http.ServerResponse): void => {
       this.#dispatch(request, response).catch(function destroyOnFailure() {
         response.destroy();
       });
-    });
+    };
+    this.#scheme = options.tls ? "https" : "http";
+    this.#server = options.tls ? https.createServer(options.tls, handle) : http.createServer(handle);
   }
 
   async listen(): Promise<void> {
@@ -183,8 +189,8 @@ class OpenAiTestProvider implements TestProvider {
       });
     });
     const { port } = this.#server.address() as AddressInfo;
-    this.url = `http://127.0.0.1:${port}/v1`;
-    this.cancelUrl = `http://127.0.0.1:${port}${CANCEL_PATH}`;
+    this.url = `${this.#scheme}://127.0.0.1:${port}/v1`;
+    this.cancelUrl = `${this.#scheme}://127.0.0.1:${port}${CANCEL_PATH}`;
   }
 
   waitForRequest(n: number, options: { signal?: AbortSignal } = {}): Promise<RecordedRequest> {
