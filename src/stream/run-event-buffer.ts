@@ -1,6 +1,6 @@
 import { InvariantError, isTerminalEventType, type RunEvent, type RunEventDraft } from "../core/index.js";
 import { PackedEntries, type BufferEntry, type DeltaEntry } from "./packed-entries.js";
-import { formatSseFrame } from "./sse-frame.js";
+import { formatDeltaFrame, formatSseFrame } from "./sse-frame.js";
 
 /** Entries packed together once this many are appended (and the rest at the terminal event). */
 const SEGMENT_ENTRIES = 256;
@@ -124,7 +124,7 @@ export class RunEventBuffer {
 
   #frameAt(index: number): string {
     const entry = this.#entryAt(index)!;
-    return typeof entry === "string" ? entry : formatSseFrame(this.#deltaEvent(entry, this.firstSeq + index));
+    return typeof entry === "string" ? entry : formatDeltaFrame(this.runId, entry.messageId, entry.text, this.firstSeq + index);
   }
 
   /** Packs the entries appended since the last segment. */

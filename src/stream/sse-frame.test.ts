@@ -1,7 +1,7 @@
 /** The SSE wire format, byte for byte (DESIGN §7 "Wire shapes"). */
 import { describe, expect, it } from "vitest";
 import type { RunEvent } from "../core/index.js";
-import { formatSseComment, formatSseFrame } from "./sse-frame.js";
+import { formatDeltaFrame, formatSseComment, formatSseFrame } from "./sse-frame.js";
 
 describe("formatSseFrame", () => {
   it("writes id, event and one data line, then a blank line", () => {
@@ -54,5 +54,15 @@ describe("formatSseComment", () => {
 
   it("writes an empty comment", () => {
     expect(formatSseComment("")).toBe(": \n\n");
+  });
+});
+
+describe("formatDeltaFrame", () => {
+  it("is byte for byte the frame of the delta event it stands for, whatever the text", () => {
+    const texts = ["", "plain", 'quotes " and \\ backslashes', "line one\nline two\r\n\nid: 99\nevent: run.completed", "\u2028\u2029é😀", "\u0000\u001f\u007f", "\ud800 lone surrogate"];
+    for (const [index, text] of texts.entries()) {
+      const event: RunEvent = { type: "message.delta", run_id: "run_1", message_id: "msg_1", text, seq: index + 1 };
+      expect(formatDeltaFrame("run_1", "msg_1", text, index + 1)).toBe(formatSseFrame(event));
+    }
   });
 });
