@@ -7,6 +7,7 @@ export type {
   AgentTool,
   PublishedStep,
   StepGeneration,
+  StepObject,
   StepRunContext,
   StepToolOutcome,
 } from "./define-agent.js";

@@ -91,6 +91,10 @@ export interface MessageView {
   label: string | null;
   /** A live turn's answer cut by an interruption: exactly what the user heard of it. */
   interrupted: boolean;
+  /** `json`: a structured step's object (published only complete and valid), or a fragment of one. */
+  format: "text" | "json";
+  /** False for a saved fragment (a stopped object's above all): never a tool's or an agent's input. */
+  usable_for_execution: boolean;
   position: number;
   created_at: string;
 }

@@ -80,6 +80,12 @@ export interface ForkPoint {
 /** Who wrote a message. */
 export type MessageRole = "user" | "assistant" | "system" | "tool";
 
+/**
+ * What a message's content is: prose, or one JSON object a structured step produced (published
+ * only complete and valid; a fragment of one is never usable for execution).
+ */
+export type MessageFormat = "text" | "json";
+
 /** How a message stands in the visible result. */
 export type PublicationStatus = "published" | "fragment" | "deleted";
 
@@ -108,6 +114,8 @@ export interface MessageRecord {
    * the answer, published with the cancel; the unheard rest was discarded.
    */
   interrupted: boolean;
+  /** `json` for a structured step's object (or a fragment of one); `text` otherwise. */
+  format: MessageFormat;
   createdAt: number;
 }
 

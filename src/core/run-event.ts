@@ -19,7 +19,8 @@ export interface ExternalEffect {
 export type RunEvent = EventBase &
   (
     | { type: "run.started"; thread_id: string; attempt: number; status: RunStatus }
-    | { type: "message.delta"; message_id: string; text: string }
+    /** `format: "json"` marks a structured step's object as it forms: shown, never published unless complete and valid. */
+    | { type: "message.delta"; message_id: string; text: string; format?: "json" }
     | { type: "message.published"; message_id: string; state_version: number; checkpoint_id: string; role: MessageRole }
     | { type: "checkpoint.saved"; checkpoint_id: string; state_version: number; kind: CheckpointKind }
     | { type: "tool.started"; tool_call_id: string; tool: string; effect: ToolEffect | "unknown" }

@@ -21,6 +21,7 @@ function message(overrides: Partial<MessageRecord>): MessageRecord {
     toolName: null,
     label: null,
     interrupted: false,
+    format: "text",
     createdAt: position,
     ...overrides,
   };

@@ -62,7 +62,7 @@ export async function runAgent(execution: RunExecution, start: AgentStart): Prom
       run: async (plan) => {
         const earlier = reusable.get(step.id);
         const result =
-          earlier && earlier.row.inputHash === inputHash ? reuse(journal, earlier, messages) : await runStep(execution, journal, step, plan, context, wrap);
+          earlier && earlier.row.inputHash === inputHash ? reuse(journal, earlier, messages) : await runStep(execution, journal, step, plan, context, wrap, messages);
         for (const next of step.next?.(result, context) ?? []) plan.addStep(wrap(next, step.id));
         return result;
       },
@@ -98,6 +98,7 @@ async function runStep(
   plan: StepContext,
   context: AgentRunContext,
   wrap: (step: AgentStep, parentStepId: string | null) => StepDefinition,
+  messages: Map<string, MessageRecord>,
 ): Promise<unknown> {
   const running = createStepContext(execution, {
     stepId: step.id,
@@ -106,6 +107,8 @@ async function runStep(
     scope: plan.scope,
     result: (stepId) => plan.result(stepId),
     addStep: (child) => plan.addStep(wrap(child, step.id)),
+    message: (messageId) => messages.get(messageId),
+    published: (message) => void messages.set(message.messageId, message),
   });
   try {
     const value = await step.run(running.context);
@@ -174,7 +177,7 @@ function reuse(journal: StepJournal, earlier: ReusableStep, messages: ReadonlyMa
   journal.recorded(row.stepId, ref);
   if (row.messageId !== null) {
     const message = messages.get(row.messageId);
-    const published: PublishedStep = { messageId: row.messageId, content: message?.content ?? "", label: message?.label ?? null };
+    const published: PublishedStep = { messageId: row.messageId, content: message?.content ?? "", label: message?.label ?? null, format: message?.format ?? "text" };
     return published;
   }
   return row.result === null ? null : (JSON.parse(row.result) as unknown);

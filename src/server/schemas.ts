@@ -98,6 +98,10 @@ export const MessageSchema = z
     tool_name: z.string().nullable(),
     label: z.string().nullable().openapi({ description: "A labelled block's label (e.g. one plan subtask's finished section); null for a plain message." }),
     interrupted: z.boolean().openapi({ description: "A live turn's answer cut by an interruption: the content is exactly what the user heard (DESIGN §12)." }),
+    format: z.enum(["text", "json"]).openapi({ description: "`json`: a structured step's object (published only complete and valid), or a fragment of one." }),
+    usable_for_execution: z.boolean().openapi({
+      description: "Whether a tool or an agent may take this message as input: false for a saved fragment (of an object above all) and a deleted message.",
+    }),
     position: z.number().int(),
     created_at: z.string(),
   })

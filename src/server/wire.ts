@@ -1,5 +1,6 @@
 /** Records → the fixed snake_case wire shapes of DESIGN §8. */
 import {
+  isUsableForExecution,
   statsView,
   type CheckpointRecord,
   type MessageRecord,
@@ -75,6 +76,8 @@ export function messageView(message: MessageRecord) {
     tool_name: message.toolName,
     label: message.label,
     interrupted: message.interrupted,
+    format: message.format,
+    usable_for_execution: isUsableForExecution(message),
     position: message.position,
     created_at: iso(message.createdAt)!,
   };
