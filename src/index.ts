@@ -55,6 +55,8 @@ export type {
   PublishedStep,
   StepGeneration,
   StepObject,
+  CollectedResults,
+  ResultSetUpdate,
   StepRunContext,
   StepToolOutcome,
   ChatAgentOptions,

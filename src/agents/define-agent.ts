@@ -70,6 +70,24 @@ export interface StepObject<T = unknown> {
   readonly usage: ModelUsage | undefined;
 }
 
+/** What `collect` gathered: every result shown, in order, and how it differs from a Stop's confirmed set. */
+export interface CollectedResults<T> {
+  readonly items: readonly T[];
+  readonly resultIds: readonly string[];
+  /**
+   * On a Continue that repeated this step after a Stop cut it: the set the Stop confirmed and the
+   * change (also sent as `results.updated`); null when there was no such Stop.
+   */
+  readonly update: ResultSetUpdate | null;
+}
+
+/** How a repeated collection's set differs from the one a Stop confirmed. */
+export interface ResultSetUpdate {
+  readonly confirmedResultIds: readonly string[];
+  readonly addedResultIds: readonly string[];
+  readonly removedResultIds: readonly string[];
+}
+
 /** The result of a step that completed by publishing a message. */
 export interface PublishedStep {
   readonly messageId: string;
@@ -119,6 +137,15 @@ export interface StepRunContext<Config = unknown> extends AgentRunContext<Config
    * is "too late"): use it only on the plan's last step.
    */
   publish(content: string | StepGeneration | StepObject, options?: { label?: string; final?: boolean }): Promise<PublishedStep>;
+  /**
+   * Collects results that arrive one at a time (search records, say) from `source`, which must
+   * honour its signal: each is shown as it arrives (`results.added`, with `id(item)`), and the set
+   * shown is what a Stop confirms (the cancel's checkpoint keeps its ids); a result arriving after
+   * the Stop is dropped. On a Continue the step runs again and `update` (and the event
+   * `results.updated`) says how the new set differs from the confirmed one. Return the items (or
+   * publish them) to complete the step.
+   */
+  collect<T>(source: (signal: AbortSignal) => AsyncIterable<T>, options: { id(item: T): string }): Promise<CollectedResults<T>>;
   /** Runs one tool call through the ledger (DESIGN §6) and publishes its result, completing this step. */
   callTool(call: ToolCall): Promise<StepToolOutcome>;
   /** Adds a step that belongs to this one (this step ends only after it); only while `run` is unsettled. */

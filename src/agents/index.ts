@@ -8,6 +8,8 @@ export type {
   PublishedStep,
   StepGeneration,
   StepObject,
+  CollectedResults,
+  ResultSetUpdate,
   StepRunContext,
   StepToolOutcome,
 } from "./define-agent.js";

@@ -198,7 +198,13 @@ export interface CheckpointView {
   completed_step_id: string | null;
   pending_step: { step_id: string; kind: "model" | "tool"; input_hash: string } | null;
   resume_policy: ResumePolicy | null;
-  cancelled_generation: { discarded_stream_chars: number; discarded_output_tokens: number; tokens_estimated: boolean } | null;
+  cancelled_generation: {
+    discarded_stream_chars: number;
+    discarded_output_tokens: number;
+    tokens_estimated: boolean;
+    /** The result sets collecting steps had shown when the Stop came; later arrivals are only counted. */
+    confirmed_results: { step_id: string; result_ids: string[]; is_complete: boolean; arrived_after_stop: number }[];
+  } | null;
   created_at: string;
 }
 

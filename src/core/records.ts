@@ -163,6 +163,23 @@ export interface CancelledGeneration {
   discardedStreamChars: number;
   discardedOutputTokens: number;
   tokensEstimated: boolean;
+  /** The result sets steps were collecting when the Stop came: what the user had been shown (issue 19). */
+  confirmedResults?: ConfirmedResults[];
+}
+
+/**
+ * The results a collecting step (`step.collect`) had shown when a Stop came: the confirmed set.
+ * Results that arrived after the Stop are only counted; a Continue repeats the step and says how
+ * its new set differs from this one (`results.updated`), never adding to it silently.
+ */
+export interface ConfirmedResults {
+  stepId: string;
+  /** The ids of the results shown before the Stop, in order. */
+  resultIds: string[];
+  /** Whether the collection had ended before the Stop (the set was whole). */
+  isComplete: boolean;
+  /** Results that arrived after the Stop: discarded, never shown, never in any context. */
+  arrivedAfterStop: number;
 }
 
 /** One confirmed decision, pointing at its parent; O(1) in size whatever the thread's length. */

@@ -159,6 +159,8 @@ async function finishCancelled(execution: RunExecution, discarded: Partial<Usage
       discardedStreamChars: discarded.discardedStreamChars ?? 0,
       discardedOutputTokens: discarded.discardedOutputTokens ?? 0,
       tokensEstimated: discarded.tokensEstimated ?? false,
+      // What each collecting step had shown: the set a Continue must not grow silently.
+      ...(execution.collected?.size ? { confirmedResults: [...execution.collected.values()] } : {}),
     },
     // Where the cancel was accepted by a process that does not execute the run, only this one knows the step.
     pendingStep: pendingStepOf(execution),

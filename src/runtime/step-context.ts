@@ -6,6 +6,7 @@ import {
   hashJson,
   notUsableReason,
   storableText,
+  type ConfirmedResults,
   type MessageRecord,
   type MessageToolCall,
   type UsageStats,
@@ -14,6 +15,7 @@ import { InvariantError } from "../core/errors/invariant-error.js";
 import type { ModelMessage, ModelResponseFormat, ToolCall } from "../core/model.js";
 import type { AgentRunContext, PublishedStep, StepGeneration, StepObject, StepRunContext, StepToolOutcome } from "../agents/define-agent.js";
 import { NotUsableForExecutionError } from "./not-usable-for-execution-error.js";
+import { collectResults } from "./collect-results.js";
 import { parseStructuredOutput, responseFormatFor } from "./structured-output.js";
 import { ModelFailedError } from "./model-failed-error.js";
 import { publish } from "./publish.js";
@@ -49,6 +51,8 @@ export interface StepContextOptions<Config> {
   message(messageId: string): MessageRecord | undefined;
   /** The step published `message` (so a later step's `objectOf` finds it). */
   published(message: MessageRecord): void;
+  /** The result set the Stop this run continues from confirmed for this step, if any. */
+  confirmedAtStop: ConfirmedResults | undefined;
 }
 
 /** What a structured step may name its object: the providers' rule for a response format's name. */
@@ -132,6 +136,9 @@ export function createStepContext<Config>(execution: RunExecution, options: Step
       const result: PublishedStep = { messageId: published.message.messageId, content: text, label: published.message.label, format: published.message.format };
       record = { kind: "published", published: result, checkpointId: published.checkpoint.checkpointId };
       return result;
+    },
+    collect(source, collectOptions) {
+      return collectResults(execution, { stepId, signal, source, id: collectOptions.id, confirmed: options.confirmedAtStop });
     },
     async callTool(call: ToolCall) {
       claimTransition("called a tool");

@@ -119,7 +119,14 @@ export const CheckpointSchema = z
     pending_step: z.object({ step_id: z.string(), kind: z.string(), input_hash: z.string() }).nullable(),
     resume_policy: z.string().nullable(),
     cancelled_generation: z
-      .object({ discarded_stream_chars: z.number(), discarded_output_tokens: z.number(), tokens_estimated: z.boolean() })
+      .object({
+        discarded_stream_chars: z.number(),
+        discarded_output_tokens: z.number(),
+        tokens_estimated: z.boolean(),
+        confirmed_results: z
+          .array(z.object({ step_id: z.string(), result_ids: z.array(z.string()), is_complete: z.boolean(), arrived_after_stop: z.number().int() }))
+          .openapi({ description: "The result sets collecting steps had shown when the Stop came (the confirmed sets); later arrivals are only counted." }),
+      })
       .nullable(),
     created_at: z.string(),
   })

@@ -101,6 +101,12 @@ export function checkpointView(checkpoint: CheckpointRecord) {
           discarded_stream_chars: checkpoint.cancelledGeneration.discardedStreamChars,
           discarded_output_tokens: checkpoint.cancelledGeneration.discardedOutputTokens,
           tokens_estimated: checkpoint.cancelledGeneration.tokensEstimated,
+          confirmed_results: (checkpoint.cancelledGeneration.confirmedResults ?? []).map((set) => ({
+            step_id: set.stepId,
+            result_ids: set.resultIds,
+            is_complete: set.isComplete,
+            arrived_after_stop: set.arrivedAfterStop,
+          })),
         }
       : null,
     created_at: iso(checkpoint.createdAt)!,
