@@ -12,7 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineAgent } from "../src/agents/index.js";
 import type { RunEvent } from "../src/core/index.js";
-import { createOpenAICompatibleModel } from "../src/models/index.js";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { createDemoModel } from "../src/runtime/index.js";
+import type { ChatModel } from "../src/core/model.js";
+import { createOpenAICompatibleModel, fromAISDKModel } from "../src/models/index.js";
+import { responseFormatFor } from "../src/runtime/structured-output.js";
 import { OBJECT_FRAGMENT_LABEL } from "../src/runtime/model-context.js";
 import { startTestProvider, type TestProvider } from "../src/testing/openai-test-provider.js";
 import { defineTool } from "../src/tools/index.js";
@@ -246,3 +250,37 @@ function untilDeltas(count: number): (event: RunEvent) => boolean {
   let seen = 0;
   return (event) => event.type === "message.delta" && ++seen === count;
 }
+
+describe("each model adapter asks for the object", () => {
+  let provider: TestProvider;
+  beforeAll(async () => {
+    provider = await startTestProvider({ scenario: { textChunks: ORDER_CHUNKS, intervalMs: 0 } });
+  });
+  afterAll(async () => {
+    await provider.close();
+  });
+
+  /** Streams one structured request through `model` and returns the text. */
+  async function streamObject(model: ChatModel): Promise<string> {
+    let text = "";
+    const request = { messages: [{ role: "user" as const, content: "An order card" }], responseFormat: responseFormatFor(orderCard, "order_card") };
+    for await (const part of model.stream(request, { signal: new AbortController().signal })) if (part.type === "text-delta") text += part.text;
+    return text;
+  }
+
+  it.each([
+    ["the lean reader", (url: string) => createOpenAICompatibleModel({ model: "test", baseURL: url })],
+    ["an AI SDK model", (url: string) => fromAISDKModel(createOpenAICompatible({ name: "test", baseURL: url, supportsStructuredOutputs: true }).chatModel("test"))],
+  ])("%s sends response_format json_schema with the schema's name", async (_name, create) => {
+    const before = provider.requests.length;
+    const text = await streamObject(create(provider.url));
+    expect(JSON.parse(text)).toEqual(ORDER);
+    const body = provider.requests[before]!.body as { response_format?: { type: string; json_schema?: { name: string; schema: unknown } } };
+    expect(body.response_format).toMatchObject({ type: "json_schema", json_schema: { name: "order_card", schema: expect.objectContaining({ type: "object" }) } });
+  });
+
+  it("the demo model answers with an object of the schema, a piece at a time", async () => {
+    const text = await streamObject(createDemoModel({ wordsPerSecond: 0 }));
+    expect(orderCard.safeParse(JSON.parse(text)).success).toBe(true);
+  });
+});
