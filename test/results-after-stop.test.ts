@@ -45,12 +45,36 @@ const searchAgent = defineAgent({
   ],
 });
 
+/** A search whose source goes silent after two records and ignores its signal: never ends by itself. */
+const silentAgent = defineAgent({
+  name: "silent-search",
+  steps: () => [
+    {
+      id: "search",
+      run: async (step) => {
+        const found = await step.collect(
+          async function* () {
+            yield RECORDS[0]!;
+            yield RECORDS[1]!;
+            await new Promise<never>(() => {});
+          },
+          { id: (record) => record.id },
+        );
+        return found.items;
+      },
+    },
+  ],
+});
+
+/** The run's bound on work that ignores a Stop (the harness's `shieldTimeoutMs`). */
+const SHIELD_MS = 1_000;
+
 const resultEvents = (events: RunEvent[]) => events.filter((event) => event.type === "results.added" || event.type === "results.updated");
 
 describe.each(["sqlite", "postgres"] as const)("results after a Stop (%s)", (storeKind) => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ agents: [searchAgent], storeKind });
+    h = await startHarness({ agents: [searchAgent, silentAgent], storeKind, shieldTimeoutMs: SHIELD_MS });
   });
   afterAll(async () => {
     await h.expectNoViolations();
@@ -122,5 +146,19 @@ describe.each(["sqlite", "postgres"] as const)("results after a Stop (%s)", (sto
     expect(resultEvents(events).map((event) => event.type)).toEqual(["results.added", "results.added", "results.added", "results.added"]);
     const steps = (await h.api(`/v1/runs/${run.run_id}/steps`)).body.steps;
     expect(steps[0].result).toEqual({ records: RECORDS, update: null });
+  });
+
+  it("a source that ignores the Stop and stays silent is waited for only up to the run's bound; two records confirmed", async () => {
+    const threadId = await h.createThread();
+    const run = await h.startRun(threadId, "Find suppliers", { agent: "silent-search" });
+    let added = 0;
+    await h.events(run.run_id, { until: (event) => event.type === "results.added" && ++added === 2 });
+    const cancel = await h.api(`/v1/runs/${run.run_id}/cancel?wait=${SHIELD_MS * 10}`, { method: "POST", json: { reason: "user_pressed_stop" } });
+    expect(cancel.body.status).toBe("cancelled");
+    const checkpoints = (await h.api(`/v1/threads/${threadId}/checkpoints`)).body.checkpoints;
+    const stop = checkpoints.find((checkpoint: any) => checkpoint.kind === "cancel_accepted");
+    expect(stop.cancelled_generation.confirmed_results).toEqual([
+      { step_id: "search", result_ids: ["rec-1", "rec-2"], is_complete: false, arrived_after_stop: 0 },
+    ]);
   });
 });

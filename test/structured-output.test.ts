@@ -197,6 +197,34 @@ describe.each(["sqlite", "postgres"] as const)("a structured step over HTTP (%s)
     expect(messages).toContainEqual({ role: "assistant", content: OBJECT_FRAGMENT_LABEL + ORDER_CHUNKS.slice(0, 5).join("") });
   });
 
+  it("a Continue after a stopped object runs the structured step again and publishes one complete object", async () => {
+    provider.setScenario({ textChunks: ORDER_CHUNKS, intervalMs: 1, stallMidStream: { afterChunks: 7 } });
+    const threadId = await h.createThread();
+    const run = await h.startRun(threadId, "An order card", { agent: "order" });
+    await h.events(run.run_id, { until: untilDeltas(7) });
+    const cancel = await h.api(`/v1/runs/${run.run_id}/cancel?wait=10000`, { method: "POST", json: { reason: "user_pressed_stop" } });
+    expect(cancel.body.status).toBe("cancelled");
+    const checkpoints = (await h.api(`/v1/threads/${threadId}/checkpoints`)).body.checkpoints;
+    expect(checkpoints.at(-1)).toMatchObject({
+      kind: "cancel_accepted",
+      pending_step: { step_id: "order-card", kind: "model" },
+      cancelled_generation: { discarded_stream_chars: ORDER_CHUNKS.slice(0, 7).join("").length },
+    });
+
+    provider.setScenario({ textChunks: ORDER_CHUNKS, intervalMs: 1 });
+    const resumed = await h.api(`/v1/threads/${threadId}/runs`, {
+      method: "POST",
+      json: { resume_from_checkpoint_id: cancel.body.resume_checkpoint_id, expected_state_version: cancel.body.accepted_state_version },
+    });
+    expect(resumed.status).toBe(201);
+    const events = await h.events(resumed.body.run_id);
+    expect(events.at(-1)?.type).toBe("run.completed");
+    const answers = (await h.api(`/v1/threads/${threadId}/history`)).body.messages.filter((message: any) => message.role === "assistant");
+    expect(answers).toHaveLength(1);
+    expect(answers[0]).toMatchObject({ run_id: resumed.body.run_id, format: "json", usable_for_execution: true });
+    expect(JSON.parse(answers[0].content)).toEqual(ORDER);
+  });
+
   it("a complete object that does not validate, or is not JSON, fails the step with invalid_structured_output and publishes nothing", async () => {
     const wrongShape = ['{"item": "oak table",', ' "quantity": "two",', ' "delivery": "express"}'];
     const prose = ["Sure! ", "Here is ", "your order."];

@@ -18,7 +18,12 @@ export interface CollectRequest<T> {
   id: (item: T) => string;
   /** The set a Stop confirmed for this step, when this run continues from that Stop. */
   confirmed: ConfirmedResults | undefined;
+  /** How long a source that ignores the Stop is still waited for (the run's shield bound). */
+  afterStopMs: number;
 }
+
+/** What `nextWithin` answers when a source kept silent past its bound after the Stop. */
+const SILENT = Symbol("silent");
 
 /** Collects the source's results under the step's signal; throws the Stop's reason if one came. */
 export async function collectResults<T>(execution: RunExecution, request: CollectRequest<T>): Promise<CollectedResults<T>> {
@@ -28,25 +33,37 @@ export async function collectResults<T>(execution: RunExecution, request: Collec
   const set: ConfirmedResults = { stepId, resultIds: [], isComplete: false, arrivedAfterStop: 0 };
   (execution.collected ??= new Map()).set(stepId, set);
   const items: T[] = [];
+  const iterator = request.source(signal)[Symbol.asyncIterator]();
+  let isDone = false;
   try {
-    for await (const item of request.source(signal)) {
+    for (;;) {
+      const next = await nextWithin(iterator.next(), signal, request.afterStopMs);
+      // A source that ignores the Stop is not waited for past the bound (the run must get to its end).
+      if (next === SILENT) break;
+      if (next.done) {
+        isDone = true;
+        break;
+      }
       if (signal.aborted) {
         // Arrived after the Stop: not shown, so not confirmed; the trace keeps its count, not its content.
         set.arrivedAfterStop++;
         execution.trace("result_after_stop_discarded", { step_id: stepId });
         break;
       }
-      const resultId = request.id(item);
+      const resultId = request.id(next.value);
       if (typeof resultId !== "string" || resultId.length === 0 || resultId.length > 200) {
         throw new InvariantError(`step "${stepId}": a result's id must be a string of 1–200 characters`);
       }
-      items.push(item);
+      items.push(next.value);
       set.resultIds.push(resultId);
-      execution.emit({ type: "results.added", run_id: run.runId, step_id: stepId, result_id: resultId, item: item as unknown });
+      execution.emit({ type: "results.added", run_id: run.runId, step_id: stepId, result_id: resultId, item: next.value as unknown });
     }
   } catch (error) {
     if (signal.aborted) throw signal.reason;
     throw error;
+  } finally {
+    // Left early: the source is told to end, without waiting for it (it may be stuck ignoring its signal).
+    if (!isDone) iterator.return?.().catch(() => undefined);
   }
   signal.throwIfAborted();
   set.isComplete = true;
@@ -63,6 +80,21 @@ export async function collectResults<T>(execution: RunExecution, request: Collec
     });
   }
   return { items, resultIds: [...set.resultIds], update };
+}
+
+/** `next`, or {@link SILENT} once `signal` has been aborted for `afterStopMs` without it settling. */
+function nextWithin<R>(next: Promise<R>, signal: AbortSignal, afterStopMs: number): Promise<R | typeof SILENT> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const silent = new Promise<typeof SILENT>((resolve) => {
+    onAbort = () => (timer = setTimeout(() => resolve(SILENT), afterStopMs));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  return Promise.race([next, silent]).finally(() => {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort!);
+  });
 }
 
 /** How `resultIds` differs from the set a Stop confirmed. */

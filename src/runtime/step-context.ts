@@ -138,7 +138,8 @@ export function createStepContext<Config>(execution: RunExecution, options: Step
       return result;
     },
     collect(source, collectOptions) {
-      return collectResults(execution, { stepId, signal, source, id: collectOptions.id, confirmed: options.confirmedAtStop });
+      const afterStopMs = options.scope.shieldTimeoutMs;
+      return collectResults(execution, { stepId, signal, source, id: collectOptions.id, confirmed: options.confirmedAtStop, afterStopMs });
     },
     async callTool(call: ToolCall) {
       claimTransition("called a tool");
