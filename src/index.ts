@@ -17,6 +17,8 @@ export {
   PlanDefinitionError,
   RunNotRunningError,
   ShieldTimeoutError,
+  StructuredOutputError,
+  NotUsableForExecutionError,
 } from "./runtime/index.js";
 export { StoreInvariantError, StoreSchemaError, type StoreInvariant, type StoreSchemaProblem } from "./store/index.js";
 export type { ChatModel, ModelStreamPart, RuntimeOptions } from "./runtime/index.js";
@@ -52,6 +54,9 @@ export type {
   AgentTool,
   PublishedStep,
   StepGeneration,
+  StepObject,
+  CollectedResults,
+  ResultSetUpdate,
   StepRunContext,
   StepToolOutcome,
   ChatAgentOptions,

@@ -27,7 +27,7 @@
  */
 import type { z } from "zod";
 import type { ModelMessage, ModelToolDefinition, ModelUsage, ToolCall } from "../core/model.js";
-import type { ToolEffect } from "../core/records.js";
+import type { MessageFormat, ToolEffect } from "../core/records.js";
 import { AgentDefinitionError } from "./agent-definition-error.js";
 
 /** What every step and the agent's `steps()` see of the run. */
@@ -57,11 +57,44 @@ export interface StepGeneration {
   readonly usage: ModelUsage | undefined;
 }
 
+/**
+ * A structured generation (`generateObject`): the whole text parsed and validated against the
+ * step's schema. There is no partial one: a generation cut short or of the wrong shape throws.
+ */
+export interface StepObject<T = unknown> {
+  readonly messageId: string;
+  /** The object, as the schema parsed it. */
+  readonly object: T;
+  /** The JSON text the model streamed. */
+  readonly text: string;
+  readonly usage: ModelUsage | undefined;
+}
+
+/** What `collect` gathered: every result shown, in order, and how it differs from a Stop's confirmed set. */
+export interface CollectedResults<T> {
+  readonly items: readonly T[];
+  readonly resultIds: readonly string[];
+  /**
+   * On a Continue that repeated this step after a Stop cut it: the set the Stop confirmed and the
+   * change (also sent as `results.updated`); null when there was no such Stop.
+   */
+  readonly update: ResultSetUpdate | null;
+}
+
+/** How a repeated collection's set differs from the one a Stop confirmed. */
+export interface ResultSetUpdate {
+  readonly confirmedResultIds: readonly string[];
+  readonly addedResultIds: readonly string[];
+  readonly removedResultIds: readonly string[];
+}
+
 /** The result of a step that completed by publishing a message. */
 export interface PublishedStep {
   readonly messageId: string;
   readonly content: string;
   readonly label: string | null;
+  /** `json` when the step published a structured object (`content` is its JSON). */
+  readonly format: MessageFormat;
 }
 
 /** What one tool call produced. */
@@ -83,12 +116,36 @@ export interface StepRunContext<Config = unknown> extends AgentRunContext<Config
    */
   generate(request: { messages: readonly ModelMessage[]; offerTools?: boolean }): Promise<StepGeneration>;
   /**
+   * Streams one model generation that must be a JSON object matching `schema` (the provider is asked
+   * for it: OpenAI `response_format`); the deltas show the object forming (`message.delta` with
+   * `format: "json"`). Resolves only when the whole text parses and validates; otherwise the step
+   * fails with `invalid_structured_output`. A Stop discards it like any generation: nothing is
+   * published, and a fragment saved of it is labelled not usable for execution.
+   */
+  generateObject<T>(request: { messages: readonly ModelMessage[]; schema: z.ZodType<T>; name?: string }): Promise<StepObject<T>>;
+  /**
+   * The object of a published structured message (`format: "json"`), by id or as a step's result,
+   * validated by `schema` when given: the one way a step takes a message as the input of its work
+   * (a tool call's, say). A saved fragment, a deleted message or text throws
+   * `not_usable_for_execution`.
+   */
+  objectOf<T = unknown>(message: string | PublishedStep, schema?: z.ZodType<T>): T;
+  /**
    * Completes this step's own work by publishing one message (with its checkpoint, one
    * transition); the step's result is that message. At most once per step. With `final`, the
    * message is the run's answer and the run completes in the same transaction (so a Stop after it
    * is "too late"): use it only on the plan's last step.
    */
-  publish(content: string | StepGeneration, options?: { label?: string; final?: boolean }): Promise<PublishedStep>;
+  publish(content: string | StepGeneration | StepObject, options?: { label?: string; final?: boolean }): Promise<PublishedStep>;
+  /**
+   * Collects results that arrive one at a time (search records, say) from `source`, which must
+   * honour its signal: each is shown as it arrives (`results.added`, with `id(item)`), and the set
+   * shown is what a Stop confirms (the cancel's checkpoint keeps its ids); a result arriving after
+   * the Stop is dropped. On a Continue the step runs again and `update` (and the event
+   * `results.updated`) says how the new set differs from the confirmed one. Return the items (or
+   * publish them) to complete the step.
+   */
+  collect<T>(source: (signal: AbortSignal) => AsyncIterable<T>, options: { id(item: T): string }): Promise<CollectedResults<T>>;
   /** Runs one tool call through the ledger (DESIGN §6) and publishes its result, completing this step. */
   callTool(call: ToolCall): Promise<StepToolOutcome>;
   /** Adds a step that belongs to this one (this step ends only after it); only while `run` is unsettled. */

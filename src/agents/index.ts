@@ -7,6 +7,9 @@ export type {
   AgentTool,
   PublishedStep,
   StepGeneration,
+  StepObject,
+  CollectedResults,
+  ResultSetUpdate,
   StepRunContext,
   StepToolOutcome,
 } from "./define-agent.js";

@@ -42,6 +42,7 @@ function message(threadId: string, id: string, position: number, role: MessageRe
     toolName: null,
     label: null,
     interrupted: false,
+    format: "text",
     createdAt: version,
   };
 }

@@ -64,6 +64,7 @@ function message(
     toolName: null,
     label: null,
     interrupted: false,
+    format: "text",
     createdAt: stateVersion,
   };
 }

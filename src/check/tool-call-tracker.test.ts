@@ -37,6 +37,7 @@ function history(drafts: Draft[]): MessageRecord[] {
     toolName: "answers" in message ? "search" : null,
     label: null,
     interrupted: false,
+    format: "text",
     createdAt: position,
   }));
 }

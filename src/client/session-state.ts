@@ -27,6 +27,8 @@ export interface ChatDraft {
   lastSeq: number;
   status: "streaming" | "stopped" | "saved";
   fragmentMessageId: string | null;
+  /** `json`: a structured step's object forming; stopped, it is never usable for execution. */
+  format: "text" | "json";
 }
 
 /** The agent a new message runs (`GET /v1/agents`) and its config; the server's default (`chat`) when left out. */
@@ -155,7 +157,8 @@ export function applyRunEvent(state: SessionState, event: RunEvent, now: Date): 
       // Each message keeps its own text: a plan's steps stream theirs at the same time.
       const earlier = next.streams.find((stream) => stream.messageId === event.message_id) ?? (draft?.messageId === event.message_id ? draft : undefined);
       const text = (earlier?.text ?? "") + event.text;
-      next.draft = { messageId: event.message_id, runId: event.run_id, text, lastSeq: event.seq, status: "streaming", fragmentMessageId: null };
+      const format = event.format ?? earlier?.format ?? "text";
+      next.draft = { messageId: event.message_id, runId: event.run_id, text, lastSeq: event.seq, status: "streaming", fragmentMessageId: null, format };
       next.streams = [...next.streams.filter((stream) => stream.messageId !== event.message_id), next.draft];
       return { state: next, refreshHistory: false };
     }
@@ -214,6 +217,8 @@ function publishedFromDraft(
     tool_name: null,
     label: null,
     interrupted: false,
+    format: draft.format,
+    usable_for_execution: true,
     position,
     created_at: now.toISOString(),
   };

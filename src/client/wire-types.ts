@@ -91,6 +91,10 @@ export interface MessageView {
   label: string | null;
   /** A live turn's answer cut by an interruption: exactly what the user heard of it. */
   interrupted: boolean;
+  /** `json`: a structured step's object (published only complete and valid), or a fragment of one. */
+  format: "text" | "json";
+  /** False for a saved fragment (a stopped object's above all): never a tool's or an agent's input. */
+  usable_for_execution: boolean;
   position: number;
   created_at: string;
 }
@@ -194,7 +198,13 @@ export interface CheckpointView {
   completed_step_id: string | null;
   pending_step: { step_id: string; kind: "model" | "tool"; input_hash: string } | null;
   resume_policy: ResumePolicy | null;
-  cancelled_generation: { discarded_stream_chars: number; discarded_output_tokens: number; tokens_estimated: boolean } | null;
+  cancelled_generation: {
+    discarded_stream_chars: number;
+    discarded_output_tokens: number;
+    tokens_estimated: boolean;
+    /** The result sets collecting steps had shown when the Stop came; later arrivals are only counted. */
+    confirmed_results: { step_id: string; result_ids: string[]; is_complete: boolean; arrived_after_stop: number }[];
+  } | null;
   created_at: string;
 }
 

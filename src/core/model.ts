@@ -40,10 +40,23 @@ export type ModelStreamPart =
   | { type: "tool-call"; toolCall: ToolCall }
   | { type: "finish"; finishReason: FinishReason; usage?: ModelUsage };
 
+/**
+ * Asks the model for one JSON object matching `schema` (JSON Schema) instead of free text; the
+ * adapters pass it on as the provider's structured-output setting (OpenAI `response_format`).
+ */
+export interface ModelResponseFormat {
+  type: "json";
+  /** A short name for the object, e.g. `order_card` (providers require one). */
+  name: string;
+  schema: Record<string, unknown>;
+}
+
 /** What a model is asked to continue. */
 export interface ModelRequest {
   messages: readonly ModelMessage[];
   tools?: readonly ModelToolDefinition[];
+  /** Ask for a JSON object instead of text (a structured step); absent means free text. */
+  responseFormat?: ModelResponseFormat;
 }
 
 /** A streaming language model that honours an AbortSignal. */

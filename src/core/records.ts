@@ -80,6 +80,12 @@ export interface ForkPoint {
 /** Who wrote a message. */
 export type MessageRole = "user" | "assistant" | "system" | "tool";
 
+/**
+ * What a message's content is: prose, or one JSON object a structured step produced (published
+ * only complete and valid; a fragment of one is never usable for execution).
+ */
+export type MessageFormat = "text" | "json";
+
 /** How a message stands in the visible result. */
 export type PublicationStatus = "published" | "fragment" | "deleted";
 
@@ -108,6 +114,8 @@ export interface MessageRecord {
    * the answer, published with the cancel; the unheard rest was discarded.
    */
   interrupted: boolean;
+  /** `json` for a structured step's object (or a fragment of one); `text` otherwise. */
+  format: MessageFormat;
   createdAt: number;
 }
 
@@ -155,6 +163,23 @@ export interface CancelledGeneration {
   discardedStreamChars: number;
   discardedOutputTokens: number;
   tokensEstimated: boolean;
+  /** The result sets steps were collecting when the Stop came: what the user had been shown (issue 19). */
+  confirmedResults?: ConfirmedResults[];
+}
+
+/**
+ * The results a collecting step (`step.collect`) had shown when a Stop came: the confirmed set.
+ * Results that arrived after the Stop are only counted; a Continue repeats the step and says how
+ * its new set differs from this one (`results.updated`), never adding to it silently.
+ */
+export interface ConfirmedResults {
+  stepId: string;
+  /** The ids of the results shown before the Stop, in order. */
+  resultIds: string[];
+  /** Whether the collection had ended before the Stop (the set was whole). */
+  isComplete: boolean;
+  /** Results that arrived after the Stop: discarded, never shown, never in any context. */
+  arrivedAfterStop: number;
 }
 
 /** One confirmed decision, pointing at its parent; O(1) in size whatever the thread's length. */

@@ -19,9 +19,21 @@ export interface ExternalEffect {
 export type RunEvent = EventBase &
   (
     | { type: "run.started"; thread_id: string; attempt: number; status: RunStatus }
-    | { type: "message.delta"; message_id: string; text: string }
+    /** `format: "json"` marks a structured step's object as it forms: shown, never published unless complete and valid. */
+    | { type: "message.delta"; message_id: string; text: string; format?: "json" }
     | { type: "message.published"; message_id: string; state_version: number; checkpoint_id: string; role: MessageRole }
     | { type: "checkpoint.saved"; checkpoint_id: string; state_version: number; kind: CheckpointKind }
+    /** One result a collecting step received and shows (`step.collect`); `item` is the result itself. */
+    | { type: "results.added"; step_id: string; result_id: string; item: unknown }
+    /** A Continue repeated a collecting step a Stop had cut: the set the Stop confirmed, and how the new one differs. */
+    | {
+        type: "results.updated";
+        step_id: string;
+        confirmed_result_ids: string[];
+        result_ids: string[];
+        added_result_ids: string[];
+        removed_result_ids: string[];
+      }
     | { type: "tool.started"; tool_call_id: string; tool: string; effect: ToolEffect | "unknown" }
     | { type: "tool.prepared"; tool_call_id: string; tool: string; op_id: string; idempotency_key: string; preview: unknown }
     | { type: "tool.committed"; tool_call_id: string; tool: string; op_id: string; phase: "committed" | "failed" }

@@ -4,6 +4,7 @@ import {
   LoadSettingError,
   NoSuchModelError,
   UnsupportedFunctionalityError,
+  type JSONSchema7,
   type LanguageModelV3, type LanguageModelV3Message, type LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import type { ChatModel, FinishReason, ModelMessage, ModelStreamPart, ModelUsage } from "../core/model.js";
 import { ModelError } from "../core/model-error.js";
@@ -52,6 +53,9 @@ export function fromAISDKModel(model: LanguageModelV3, options: AISDKModelOption
                     inputSchema: tool.inputSchema,
                   })),
                 }
+              : {}),
+            ...(request.responseFormat
+              ? { responseFormat: { type: "json" as const, name: request.responseFormat.name, schema: request.responseFormat.schema as JSONSchema7 } }
               : {}),
           });
         } catch (error) {

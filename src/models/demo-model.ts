@@ -1,6 +1,7 @@
 import { DEMO_TOOL_NAMES } from "../tools/demo-tools.js";
 import { abortableDelay } from "../core/abortable-delay.js";
 import { titleFromText } from "../core/heuristic-title.js";
+import { demoObject, demoObjectChunks } from "./demo-object.js";
 import type { ChatModel, ModelMessage, ModelRequest, ModelStreamPart, ToolCall } from "../core/model.js";
 
 /** Options for {@link createDemoModel}. */
@@ -213,6 +214,10 @@ async function* streamDemoAnswer(
   intervalMs: number,
 ): AsyncGenerator<ModelStreamPart> {
   signal.throwIfAborted();
+  if (request.responseFormat) {
+    yield* streamDemoObject(request, signal, intervalMs);
+    return;
+  }
   const turn = planDemoTurn(request);
   const answer = turn.toolCall ? wordsOf(turn.sentence) : createDemoAnswer(request, wordCount);
   const inputTokens = request.messages.reduce((sum, message) => sum + message.content.split(/\s+/).length, 0);
@@ -226,6 +231,19 @@ async function* streamDemoAnswer(
   // The demo counts words as its tokens: its own figures, not an estimate.
   const usage = { inputTokens, outputTokens: answer.length, isEstimated: false };
   yield { type: "finish", finishReason: turn.toolCall ? "tool-calls" : "stop", usage };
+}
+
+/** A structured request's answer: an example object of its schema, streamed a piece at a time. */
+async function* streamDemoObject(request: ModelRequest, signal: AbortSignal, intervalMs: number): AsyncGenerator<ModelStreamPart> {
+  const pieces = demoObjectChunks(demoObject(request.responseFormat!.schema));
+  for (const piece of pieces) {
+    if (intervalMs > 0) await abortableDelay(intervalMs, signal);
+    else await new Promise(setImmediate);
+    signal.throwIfAborted();
+    yield { type: "text-delta", text: piece };
+  }
+  const inputTokens = request.messages.reduce((sum, message) => sum + message.content.split(/\s+/).length, 0);
+  yield { type: "finish", finishReason: "stop", usage: { inputTokens, outputTokens: pieces.length, isEstimated: false } };
 }
 
 export { titleFromText };

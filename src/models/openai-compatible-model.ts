@@ -77,6 +77,9 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleModelOption
                   })),
                 }
               : {}),
+            ...(request.responseFormat
+              ? { response_format: { type: "json_schema", json_schema: { name: request.responseFormat.name, schema: request.responseFormat.schema } } }
+              : {}),
           },
           signal,
           cancel.headers,

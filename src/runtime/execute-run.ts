@@ -18,6 +18,8 @@ import { PublicationRejectedError } from "./publication-rejected-error.js";
 import { ModelError } from "../core/model-error.js";
 import { runLogFields } from "../core/logger.js";
 import { AgentDefinitionError } from "../agents/agent-definition-error.js";
+import { NotUsableForExecutionError } from "./not-usable-for-execution-error.js";
+import { StructuredOutputError } from "./structured-output-error.js";
 import { confirmUnknownOperations } from "./operation-confirmation.js";
 import { readStoppedAt, runAgent } from "./run-agent.js";
 import { pendingStepOf, type RunExecution } from "./run-execution.js";
@@ -157,6 +159,8 @@ async function finishCancelled(execution: RunExecution, discarded: Partial<Usage
       discardedStreamChars: discarded.discardedStreamChars ?? 0,
       discardedOutputTokens: discarded.discardedOutputTokens ?? 0,
       tokensEstimated: discarded.tokensEstimated ?? false,
+      // What each collecting step had shown: the set a Continue must not grow silently.
+      ...(execution.collected?.size ? { confirmedResults: [...execution.collected.values()] } : {}),
     },
     // Where the cancel was accepted by a process that does not execute the run, only this one knows the step.
     pendingStep: pendingStepOf(execution),
@@ -190,6 +194,17 @@ const FAILURE_MESSAGES = {
   run_error: "The run failed.",
 } as const;
 
+/**
+ * A step error whose message is written for the client, starting with its stable code where it
+ * has one (an agent this process does not deploy names only the agent; a structured step's refusal
+ * names the problem and the schema paths, never the model's text).
+ */
+function safeStepMessage(planError: unknown): string | undefined {
+  if (AgentDefinitionError.isInstance(planError)) return planError.message;
+  if (StructuredOutputError.isInstance(planError) || NotUsableForExecutionError.isInstance(planError)) return planError.message;
+  return undefined;
+}
+
 /** running → failed, saying why. */
 async function fail(execution: RunExecution, action: Extract<SettleAction, { kind: "fail" }>, planError: unknown): Promise<ExecutionOutcome> {
   const { run, store, clock } = execution;
@@ -206,7 +221,7 @@ async function fail(execution: RunExecution, action: Extract<SettleAction, { kin
     stats: discardedStats(execution),
     failureReason: action.reason,
     // An agent this process does not deploy says so (its message names only the agent).
-    failureMessage: modelError?.message ?? (AgentDefinitionError.isInstance(planError) ? planError.message : FAILURE_MESSAGES[action.message]),
+    failureMessage: modelError?.message ?? safeStepMessage(planError) ?? FAILURE_MESSAGES[action.message],
     now: clock.now(),
   });
   execution.trace("run_failed", { error: describe(planError) });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { MessageRecord } from "../core/index.js";
-import { buildModelContext, CANCELLED_BEFORE_EXECUTION, findOrphanToolCalls, FRAGMENT_LABEL } from "./model-context.js";
+import { buildModelContext, CANCELLED_BEFORE_EXECUTION, findOrphanToolCalls, FRAGMENT_LABEL, OBJECT_FRAGMENT_LABEL } from "./model-context.js";
 
 let position = 0;
 function message(overrides: Partial<MessageRecord>): MessageRecord {
@@ -21,6 +21,7 @@ function message(overrides: Partial<MessageRecord>): MessageRecord {
     toolName: null,
     label: null,
     interrupted: false,
+    format: "text",
     createdAt: position,
     ...overrides,
   };
@@ -53,6 +54,18 @@ describe("buildModelContext", () => {
     ]);
     expect(context[1]).toEqual({ role: "assistant", content: FRAGMENT_LABEL });
     expect(findOrphanToolCalls(context)).toEqual([]);
+  });
+
+  it("labels a fragment of a stopped object as not usable for execution; a published object is plain context", () => {
+    const context = buildModelContext([
+      message({ role: "user", content: "an order card" }),
+      message({ role: "assistant", content: '{"item": "oak', publicationStatus: "fragment", format: "json" }),
+      message({ role: "user", content: "again" }),
+      message({ role: "assistant", content: '{"item":"oak table"}', format: "json" }),
+    ]);
+    expect(context[1]).toEqual({ role: "assistant", content: OBJECT_FRAGMENT_LABEL + '{"item": "oak' });
+    expect(OBJECT_FRAGMENT_LABEL).toMatch(/^\[saved fragment of an unfinished object.*NOT usable for execution/);
+    expect(context[3]).toEqual({ role: "assistant", content: '{"item":"oak table"}' });
   });
 
   it("passes answered tool calls through with their results", () => {

@@ -8,6 +8,13 @@ export const CANCELLED_BEFORE_EXECUTION =
 /** The label a saved fragment carries in model context: it is not a finished model answer (DESIGN §9). */
 export const FRAGMENT_LABEL = "[saved fragment of a stopped answer] ";
 
+/**
+ * The label of a saved fragment of a stopped structured step's object: the user saw it forming,
+ * but it never validated, so nothing may act on it (issue 19).
+ */
+export const OBJECT_FRAGMENT_LABEL =
+  "[saved fragment of an unfinished object, stopped before it was complete: NOT usable for execution; do not act on it or copy it into a tool call] ";
+
 /** Options for {@link buildModelContext}. */
 export interface ModelContextOptions {
   /**
@@ -32,7 +39,7 @@ export function buildModelContext(messages: readonly MessageRecord[], options: M
   for (const message of messages) {
     if (isFragment(message)) {
       // What the user saw of a stopped answer: kept, but never passed off as the model's own finished turn.
-      context.push({ role: "assistant", content: FRAGMENT_LABEL + message.content });
+      context.push({ role: "assistant", content: (message.format === "json" ? OBJECT_FRAGMENT_LABEL : FRAGMENT_LABEL) + message.content });
     } else if (message.publicationStatus !== "published") {
       continue;
     } else if (message.role === "assistant") {

@@ -1,4 +1,4 @@
-import { createId, hashJson, type CheckpointRecord, type MessageRecord, type RunStepRecord } from "../core/index.js";
+import { createId, hashJson, type CheckpointRecord, type ConfirmedResults, type MessageRecord, type RunStepRecord } from "../core/index.js";
 import type { ModelMessage } from "../core/model.js";
 import type { AgentRunContext, AgentStep, PublishedStep } from "../agents/define-agent.js";
 import { runPlan, type PlanResult, type StepContext, type StepDefinition } from "./plan.js";
@@ -42,6 +42,8 @@ export async function runAgent(execution: RunExecution, start: AgentStart): Prom
   };
   const reusable = agent.continuesFromHistory ? new Map<string, ReusableStep>() : await reusableSteps(execution, start.stopped);
   const messages = new Map(start.history.map((message) => [message.messageId, message]));
+  // The result sets the Stop this run continues from confirmed: a repeated step says how its new set differs.
+  const confirmed = new Map((start.stopped?.cancelledGeneration?.confirmedResults ?? []).map((set) => [set.stepId, set]));
   const journal = new StepJournal({
     run: () => execution.run,
     store: execution.store,
@@ -62,7 +64,7 @@ export async function runAgent(execution: RunExecution, start: AgentStart): Prom
       run: async (plan) => {
         const earlier = reusable.get(step.id);
         const result =
-          earlier && earlier.row.inputHash === inputHash ? reuse(journal, earlier, messages) : await runStep(execution, journal, step, plan, context, wrap);
+          earlier && earlier.row.inputHash === inputHash ? reuse(journal, earlier, messages) : await runStep(execution, journal, step, plan, context, wrap, messages, confirmed);
         for (const next of step.next?.(result, context) ?? []) plan.addStep(wrap(next, step.id));
         return result;
       },
@@ -98,6 +100,8 @@ async function runStep(
   plan: StepContext,
   context: AgentRunContext,
   wrap: (step: AgentStep, parentStepId: string | null) => StepDefinition,
+  messages: Map<string, MessageRecord>,
+  confirmed: ReadonlyMap<string, ConfirmedResults>,
 ): Promise<unknown> {
   const running = createStepContext(execution, {
     stepId: step.id,
@@ -106,6 +110,9 @@ async function runStep(
     scope: plan.scope,
     result: (stepId) => plan.result(stepId),
     addStep: (child) => plan.addStep(wrap(child, step.id)),
+    message: (messageId) => messages.get(messageId),
+    confirmedAtStop: confirmed.get(step.id),
+    published: (message) => void messages.set(message.messageId, message),
   });
   try {
     const value = await step.run(running.context);
@@ -174,7 +181,7 @@ function reuse(journal: StepJournal, earlier: ReusableStep, messages: ReadonlyMa
   journal.recorded(row.stepId, ref);
   if (row.messageId !== null) {
     const message = messages.get(row.messageId);
-    const published: PublishedStep = { messageId: row.messageId, content: message?.content ?? "", label: message?.label ?? null };
+    const published: PublishedStep = { messageId: row.messageId, content: message?.content ?? "", label: message?.label ?? null, format: message?.format ?? "text" };
     return published;
   }
   return row.result === null ? null : (JSON.parse(row.result) as unknown);

@@ -1,4 +1,4 @@
-import type { Clock, OperationRecord, PendingStep, RunEventDraft, RunRecord, TraceRecord } from "../core/index.js";
+import type { Clock, ConfirmedResults, OperationRecord, PendingStep, RunEventDraft, RunRecord, TraceRecord } from "../core/index.js";
 import type { Tool } from "../tools/tool.js";
 import type { Store } from "../store/index.js";
 import type { CancelScope } from "./cancel-scope.js";
@@ -29,6 +29,8 @@ export interface RunExecution {
   /** The agent that executes the run, and its parsed config. */
   readonly agent: Agent;
   readonly config: unknown;
+  /** The result sets of collecting steps (`step.collect`), for the cancel's checkpoint: what the user was shown. */
+  collected?: Map<string, ConfirmedResults>;
   /** The steps in progress that an accepted cancel can name in its checkpoint (model or tool work). */
   readonly activeSteps: Map<string, PendingStep>;
   /** The run's steps as the executor moves them; set once the agent's plan starts. */

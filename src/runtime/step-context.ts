@@ -1,7 +1,22 @@
-import { addStats, createId, emptyStats, hashJson, storableText, type MessageToolCall, type UsageStats } from "../core/index.js";
+import type { z } from "zod";
+import {
+  addStats,
+  createId,
+  emptyStats,
+  hashJson,
+  notUsableReason,
+  storableText,
+  type ConfirmedResults,
+  type MessageRecord,
+  type MessageToolCall,
+  type UsageStats,
+} from "../core/index.js";
 import { InvariantError } from "../core/errors/invariant-error.js";
-import type { ModelMessage, ToolCall } from "../core/model.js";
-import type { AgentRunContext, PublishedStep, StepGeneration, StepRunContext, StepToolOutcome } from "../agents/define-agent.js";
+import type { ModelMessage, ModelResponseFormat, ToolCall } from "../core/model.js";
+import type { AgentRunContext, PublishedStep, StepGeneration, StepObject, StepRunContext, StepToolOutcome } from "../agents/define-agent.js";
+import { NotUsableForExecutionError } from "./not-usable-for-execution-error.js";
+import { collectResults } from "./collect-results.js";
+import { parseStructuredOutput, responseFormatFor } from "./structured-output.js";
 import { ModelFailedError } from "./model-failed-error.js";
 import { publish } from "./publish.js";
 import type { RunExecution } from "./run-execution.js";
@@ -32,7 +47,16 @@ export interface StepContextOptions<Config> {
   scope: CancelScope;
   result(stepId: string): unknown;
   addStep: StepRunContext<Config>["addStep"];
+  /** A message of the thread: its history when the run started, and what the run published since. */
+  message(messageId: string): MessageRecord | undefined;
+  /** The step published `message` (so a later step's `objectOf` finds it). */
+  published(message: MessageRecord): void;
+  /** The result set the Stop this run continues from confirmed for this step, if any. */
+  confirmedAtStop: ConfirmedResults | undefined;
 }
+
+/** What a structured step may name its object: the providers' rule for a response format's name. */
+const OBJECT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** The context a step runs with: the run's model, tools and ledger, scoped to this step's signal. */
 export function createStepContext<Config>(execution: RunExecution, options: StepContextOptions<Config>): RunningStep<Config> {
@@ -41,6 +65,8 @@ export function createStepContext<Config>(execution: RunExecution, options: Step
   let isRecording = false;
   // The step's generations whose counts are still open (discarded, unless it publishes or returns them).
   const generated = new Map<StepGeneration, GenerationMeter>();
+  // A validated object, and the generation it came from (its counts are kept when it is published).
+  const objects = new Map<StepObject, StepGeneration>();
   // One step, one transition: taken before the write starts, so two concurrent calls cannot both write.
   const claimTransition = (what: string): void => {
     if (isRecording) throw new InvariantError(`step "${stepId}" ${what} after it already completed its work (one step, one transition)`);
@@ -57,10 +83,36 @@ export function createStepContext<Config>(execution: RunExecution, options: Step
       generated.set(generation, meter);
       return generation;
     },
+    async generateObject<T>(request: { messages: readonly ModelMessage[]; schema: z.ZodType<T>; name?: string }) {
+      const name = request.name ?? "object";
+      if (!OBJECT_NAME.test(name)) throw new InvariantError(`step "${stepId}": an object's name must be 1–64 letters, digits, '_' or '-'`);
+      const format = responseFormatFor(request.schema, name);
+      const { generation, meter } = await generate(execution, stepId, request.messages, false, signal, format);
+      generated.set(generation, meter);
+      // Only the whole text, validated: a prefix that parses is not the object (it stays discarded).
+      const object: StepObject<T> = {
+        messageId: generation.messageId,
+        object: parseStructuredOutput(generation.text, request.schema),
+        text: generation.text,
+        usage: generation.usage,
+      };
+      objects.set(object, generation);
+      return object;
+    },
+    objectOf<T>(source: string | PublishedStep, schema?: z.ZodType<T>): T {
+      const found = typeof source === "string" ? options.message(source) : { ...source, publicationStatus: "published" as const };
+      if (!found) throw new NotUsableForExecutionError(source as string, "not_found");
+      const reason = notUsableReason(found, true);
+      if (reason) throw new NotUsableForExecutionError(found.messageId, reason);
+      return schema ? parseStructuredOutput(found.content, schema) : (JSON.parse(found.content) as T);
+    },
     async publish(content, publishOptions = {}) {
       claimTransition("published");
-      const generation = typeof content === "string" ? undefined : content;
-      const text = storableText(generation ? generation.text : content as string);
+      const isObject = typeof content !== "string" && "object" in content;
+      const generation = typeof content === "string" ? undefined : isObject ? objects.get(content) : content;
+      if (isObject && !generation) throw new InvariantError(`step "${stepId}" published an object that generateObject did not return`);
+      // An object is published as its validated value's JSON: what a later step's objectOf reads back.
+      const text = storableText(isObject ? JSON.stringify(content.object) : generation ? generation.text : (content as string));
       const meter = generation ? generated.get(generation) : undefined;
       const published = await publish(execution, {
         messageId: generation?.messageId ?? createId("msg"),
@@ -69,6 +121,7 @@ export function createStepContext<Config>(execution: RunExecution, options: Step
         toolCalls: generation?.toolCalls.map(toMessageToolCall) ?? [],
         completedStepId: stepId,
         ...(publishOptions.label !== undefined ? { label: storableText(publishOptions.label) } : {}),
+        ...(isObject ? { format: "json" as const } : {}),
         recordsStep: true,
         stats: meter ? execution.generations.keptStats(meter, text) : {},
         complete: publishOptions.final === true,
@@ -79,9 +132,14 @@ export function createStepContext<Config>(execution: RunExecution, options: Step
         generated.delete(generation);
       }
       execution.activeSteps.delete(stepId);
-      const result: PublishedStep = { messageId: published.message.messageId, content: text, label: published.message.label };
+      options.published(published.message);
+      const result: PublishedStep = { messageId: published.message.messageId, content: text, label: published.message.label, format: published.message.format };
       record = { kind: "published", published: result, checkpointId: published.checkpoint.checkpointId };
       return result;
+    },
+    collect(source, collectOptions) {
+      const afterStopMs = options.scope.shieldTimeoutMs;
+      return collectResults(execution, { stepId, signal, source, id: collectOptions.id, confirmed: options.confirmedAtStop, afterStopMs });
     },
     async callTool(call: ToolCall) {
       claimTransition("called a tool");
@@ -117,6 +175,7 @@ async function generate(
   messages: readonly ModelMessage[],
   offerTools: boolean,
   signal: AbortSignal,
+  responseFormat?: ModelResponseFormat,
 ): Promise<{ generation: StepGeneration; meter: GenerationMeter }> {
   const { run } = execution;
   execution.activeSteps.set(stepId, { stepId, kind: "model", inputHash: hashJson(messages) });
@@ -130,7 +189,8 @@ async function generate(
   const traced = execution.tracing.modelRequest(stepId, { model: execution.model.id, messages: request.length, tools: tools.length });
   let chunks = 0;
   try {
-    for await (const part of execution.model.stream({ messages: request, ...(tools.length ? { tools } : {}) }, { signal })) {
+    const modelRequest = { messages: request, ...(tools.length ? { tools } : {}), ...(responseFormat ? { responseFormat } : {}) };
+    for await (const part of execution.model.stream(modelRequest, { signal })) {
       // Safe point between chunks: nothing reaches the stream after a cancel was accepted.
       if (signal.aborted) {
         // The provider kept sending after a Stop aborted the request: counted for operators, dropped.
@@ -142,7 +202,9 @@ async function generate(
         parts.push(text);
         chunks++;
         meter.streamChars += text.length;
-        execution.emit({ type: "message.delta", run_id: run.runId, message_id: messageId, text });
+        // An object forming is marked, so a fragment saved of it is labelled not usable for execution.
+        if (responseFormat) execution.emit({ type: "message.delta", run_id: run.runId, message_id: messageId, text, format: "json" });
+        else execution.emit({ type: "message.delta", run_id: run.runId, message_id: messageId, text });
       } else if (part.type === "tool-call") {
         toolCalls.push(part.toolCall);
       } else {

@@ -3,7 +3,7 @@
  * deleting a saved fragment, and branching. Each is one transition of the thread, stamped with the
  * runtime's clock; the server only maps the outcome to HTTP.
  */
-import { createId, isTerminalStatus, type Clock, type RunRecord } from "../core/index.js";
+import { createId, isTerminalStatus, type Clock, type MessageFormat, type RunRecord } from "../core/index.js";
 import type { DeleteMessageResult, ForkThreadResult, SaveFragmentResult, Store } from "../store/index.js";
 import type { RunEventBuffer } from "../stream/index.js";
 
@@ -41,9 +41,10 @@ export async function saveFragment(context: ThreadEditsContext, request: SaveFra
   if (!isTerminalStatus(run.status)) return { kind: "run_not_terminal", run };
   const buffer = await context.openEvents(tenantId, run, lastSeq);
   if (!buffer) return { kind: "stream_expired", run };
-  const content = receivedText(buffer, messageId, lastSeq);
-  if (content === undefined) return { kind: "fragment_out_of_range", firstSeq: buffer.firstSeq, lastSeq: buffer.lastSeq };
-  return store.saveFragment({ tenantId, runId: run.runId, messageId, checkpointId: createId("cp"), content, now: clock.now() });
+  const received = receivedMessage(buffer, messageId, lastSeq);
+  if (received === undefined) return { kind: "fragment_out_of_range", firstSeq: buffer.firstSeq, lastSeq: buffer.lastSeq };
+  // A stopped structured step's object: saved as what the user saw, labelled never usable for execution.
+  return store.saveFragment({ tenantId, runId: run.runId, messageId, checkpointId: createId("cp"), content: received.text, format: received.format, now: clock.now() });
 }
 
 /** Deletes a saved fragment (a new version of the thread; the row stays, marked `deleted`). */
@@ -65,14 +66,19 @@ export function forkThread(context: ThreadEditsContext, request: ForkRequest): P
 }
 
 /**
- * The text of `messageId` the client had received at `lastSeq`: its deltas with seq ≤ lastSeq,
- * joined. Undefined when the buffer does not hold `lastSeq` or no delta of the message precedes it.
+ * The text of `messageId` the client had received at `lastSeq` (its deltas with seq ≤ lastSeq,
+ * joined), and whether they were a structured step's object (`format: "json"`). Undefined when the
+ * buffer does not hold `lastSeq` or no delta of the message precedes it.
  */
-export function receivedText(buffer: RunEventBuffer, messageId: string, lastSeq: number): string | undefined {
+export function receivedMessage(buffer: RunEventBuffer, messageId: string, lastSeq: number): { text: string; format: MessageFormat } | undefined {
   if (lastSeq < buffer.firstSeq || lastSeq > buffer.lastSeq) return undefined;
   let text: string | undefined;
+  let format: MessageFormat = "text";
   for (const event of buffer.eventsBetween(buffer.firstSeq - 1, lastSeq)) {
-    if (event.type === "message.delta" && event.message_id === messageId) text = (text ?? "") + event.text;
+    if (event.type === "message.delta" && event.message_id === messageId) {
+      text = (text ?? "") + event.text;
+      if (event.format === "json") format = "json";
+    }
   }
-  return text;
+  return text === undefined ? undefined : { text, format };
 }

@@ -98,6 +98,10 @@ export const MessageSchema = z
     tool_name: z.string().nullable(),
     label: z.string().nullable().openapi({ description: "A labelled block's label (e.g. one plan subtask's finished section); null for a plain message." }),
     interrupted: z.boolean().openapi({ description: "A live turn's answer cut by an interruption: the content is exactly what the user heard (DESIGN §12)." }),
+    format: z.enum(["text", "json"]).openapi({ description: "`json`: a structured step's object (published only complete and valid), or a fragment of one." }),
+    usable_for_execution: z.boolean().openapi({
+      description: "Whether a tool or an agent may take this message as input: false for a saved fragment (of an object above all) and a deleted message.",
+    }),
     position: z.number().int(),
     created_at: z.string(),
   })
@@ -115,7 +119,14 @@ export const CheckpointSchema = z
     pending_step: z.object({ step_id: z.string(), kind: z.string(), input_hash: z.string() }).nullable(),
     resume_policy: z.string().nullable(),
     cancelled_generation: z
-      .object({ discarded_stream_chars: z.number(), discarded_output_tokens: z.number(), tokens_estimated: z.boolean() })
+      .object({
+        discarded_stream_chars: z.number(),
+        discarded_output_tokens: z.number(),
+        tokens_estimated: z.boolean(),
+        confirmed_results: z
+          .array(z.object({ step_id: z.string(), result_ids: z.array(z.string()), is_complete: z.boolean(), arrived_after_stop: z.number().int() }))
+          .openapi({ description: "The result sets collecting steps had shown when the Stop came (the confirmed sets); later arrivals are only counted." }),
+      })
       .nullable(),
     created_at: z.string(),
   })

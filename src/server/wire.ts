@@ -1,5 +1,6 @@
 /** Records → the fixed snake_case wire shapes of DESIGN §8. */
 import {
+  isUsableForExecution,
   statsView,
   type CheckpointRecord,
   type MessageRecord,
@@ -75,6 +76,8 @@ export function messageView(message: MessageRecord) {
     tool_name: message.toolName,
     label: message.label,
     interrupted: message.interrupted,
+    format: message.format,
+    usable_for_execution: isUsableForExecution(message),
     position: message.position,
     created_at: iso(message.createdAt)!,
   };
@@ -98,6 +101,12 @@ export function checkpointView(checkpoint: CheckpointRecord) {
           discarded_stream_chars: checkpoint.cancelledGeneration.discardedStreamChars,
           discarded_output_tokens: checkpoint.cancelledGeneration.discardedOutputTokens,
           tokens_estimated: checkpoint.cancelledGeneration.tokensEstimated,
+          confirmed_results: (checkpoint.cancelledGeneration.confirmedResults ?? []).map((set) => ({
+            step_id: set.stepId,
+            result_ids: set.resultIds,
+            is_complete: set.isComplete,
+            arrived_after_stop: set.arrivedAfterStop,
+          })),
         }
       : null,
     created_at: iso(checkpoint.createdAt)!,

@@ -67,6 +67,7 @@ export function toMessage(row: Row): MessageRecord {
     toolName: strOrNull(row.tool_name),
     label: strOrNull(row.label),
     interrupted: Number(row.interrupted) === 1,
+    format: row.format === "json" ? "json" : "text",
     createdAt: num(row.created_at),
   };
 }

@@ -10,6 +10,7 @@ import type {
   CancelledGeneration,
   CheckpointRecord,
   FailureReason,
+  MessageFormat,
   MessageRecord,
   MessageToolCall,
   OperationRecord,
@@ -230,6 +231,8 @@ export interface PublishMessageInput {
   completedStepId: string;
   /** A labelled block: the label shown with it (e.g. a plan subtask's title). */
   label?: string;
+  /** `json` for a structured step's object, complete and validated (default `text`). */
+  format?: MessageFormat;
   /**
    * Also record this publication as the completed work of step `completedStepId` in the run's
    * `run_steps` row (checkpoint and message id), in the same transaction; the row is created if the
@@ -463,6 +466,8 @@ export interface SaveFragmentInput {
   checkpointId: string;
   /** Exactly the text the client received. */
   content: string;
+  /** `json` when the streamed message was a structured step's object: the fragment is then not usable for execution. */
+  format?: MessageFormat;
   now: number;
 }
 

@@ -67,8 +67,9 @@ export class RunEventBuffer {
     if (this.#terminal) throw new InvariantError(`run ${this.runId} already ended with ${this.#terminal.type}`);
     const seq = this.lastSeq + 1;
     let event: RunEvent;
-    if (draft.type === "message.delta") {
+    if (draft.type === "message.delta" && draft.format === undefined) {
       // Most events: kept as their text, and built field by field (a spread of an unknown shape costs more per token).
+      // A structured step's delta (`format: "json"`) is framed whole below: its mark must survive to a saved fragment.
       const entry = { messageId: draft.message_id, text: draft.text };
       this.#tail.push(entry);
       event = this.#deltaEvent(entry, seq);

@@ -26,6 +26,8 @@ import { performance } from "node:perf_hooks";
 export interface TestProviderScenario {
   /** Text chunks to stream (default 20); chunk `i` (from 0) has `delta.content` `"w<i> "`. */
   chunks?: number;
+  /** The answer's text chunks, in order, instead of `chunks` generated ones (e.g. a JSON object split at chosen boundaries). */
+  textChunks?: readonly string[];
   /** Delay before the first chunk and between chunks (default 5); 0 = as fast as the socket takes them. */
   intervalMs?: number;
   /** Streamed after the text as `delta.tool_calls`, arguments split over chunks; finish_reason "tool_calls". */
@@ -343,9 +345,10 @@ class OpenAiTestProvider implements TestProvider {
   /** The answer's text deltas, then each tool call as a header delta and its arguments in two halves. */
   #planAnswer(scenario: TestProviderScenario): AnswerPlan {
     const plan: AnswerPlan = { deltas: [], text: "", toolCalls: [] };
-    for (let index = 0; index < (scenario.chunks ?? 20); index++) {
-      plan.deltas.push({ content: `w${index} ` });
-      plan.text += `w${index} `;
+    const texts = scenario.textChunks ?? Array.from({ length: scenario.chunks ?? 20 }, (_, index) => `w${index} `);
+    for (const text of texts) {
+      plan.deltas.push({ content: text });
+      plan.text += text;
     }
     for (const [index, { name, arguments: args }] of (scenario.toolCalls ?? []).entries()) {
       const id = `call_${++this.#toolCallCount}`;
@@ -424,6 +427,11 @@ class OpenAiTestProvider implements TestProvider {
       if (isClientGone()) return;
       if (signal.aborted) return endStopped(response, generation, scenario, writeHeaders);
       if (scenario.failMidStream && plan.deltas.length === scenario.failMidStream.afterChunks) return destroyAfterFlush(response);
+      // Every chunk written, the finish not yet: the whole text arrived, the generation has not ended.
+      if (scenario.stallMidStream && plan.deltas.length === scenario.stallMidStream.afterChunks) {
+        await untilClosed(response, signal);
+        return;
+      }
       const finishReason = plan.toolCalls.length > 0 ? "tool_calls" : "stop";
       writeHeaders();
       response.write(chunk({}, finishReason));

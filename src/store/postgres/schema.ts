@@ -236,4 +236,12 @@ export const PG_MIGRATIONS: readonly { version: number; name: string; sql: strin
       CREATE INDEX IF NOT EXISTS operations_committing ON operations (tenant_id, run_id) WHERE phase = 'committing';
     `,
   },
+  {
+    version: 8,
+    name: "structured messages",
+    sql: `
+      -- A structured step's object is published as JSON; a fragment of one is not usable for execution (issue 19).
+      ALTER TABLE messages ADD COLUMN IF NOT EXISTS format TEXT NOT NULL DEFAULT 'text';
+    `,
+  },
 ];

@@ -49,6 +49,7 @@ export async function saveFragment(context: SqlContext, input: SaveFragmentInput
       toolName: null,
       label: null,
       interrupted: false,
+      format: input.format ?? "text",
       createdAt: input.now,
     };
     await tx.insertMessage(message);

@@ -16,5 +16,6 @@ export function plainMessage(fields: PlainMessageFields): MessageRecord {
     toolName: null,
     label: null,
     interrupted: fields.interrupted ?? false,
+    format: "text",
   };
 }

@@ -83,6 +83,7 @@ export async function publishMessage(context: SqlContext, input: PublishMessageI
       toolName: input.toolName ?? null,
       label: input.label ?? null,
       interrupted: false,
+      format: input.format ?? "text",
       createdAt: input.now,
     };
     await tx.insertMessage(message);

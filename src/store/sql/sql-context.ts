@@ -170,8 +170,8 @@ export class SqlContext {
   async insertMessage(message: MessageRecord): Promise<void> {
     await this.sql(
       `INSERT INTO messages (tenant_id, message_id, thread_id, position, role, content, run_id, state_version,
-         checkpoint_id, publication_status, tool_calls, tool_call_id, tool_name, label, interrupted, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         checkpoint_id, publication_status, tool_calls, tool_call_id, tool_name, label, interrupted, format, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       message.tenantId,
       message.messageId,
@@ -188,6 +188,7 @@ export class SqlContext {
       message.toolName,
       message.label,
       message.interrupted ? 1 : 0,
+      message.format,
       message.createdAt,
     );
   }

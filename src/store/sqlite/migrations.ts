@@ -272,6 +272,14 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX IF NOT EXISTS operations_committing ON operations (tenant_id, run_id) WHERE phase = 'committing';
     `,
   },
+  {
+    version: 13,
+    name: "structured messages",
+    sql: `
+      -- A structured step's object is published as JSON; a fragment of one is not usable for execution (issue 19).
+      ALTER TABLE messages ADD COLUMN format TEXT NOT NULL DEFAULT 'text';
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

@@ -88,6 +88,7 @@ describe("migration 8 (agents and plan steps)", () => {
       DROP INDEX runs_unfinished_by_tenant;
       ALTER TABLE runs DROP COLUMN instructions;
       ALTER TABLE runs DROP COLUMN metadata;
+      ALTER TABLE messages DROP COLUMN format;
       DELETE FROM schema_migrations WHERE version >= 8;
     `);
     db.close();
@@ -127,6 +128,7 @@ describe("migration 9 (live turns)", () => {
       DROP INDEX runs_unfinished_by_tenant;
       ALTER TABLE runs DROP COLUMN instructions;
       ALTER TABLE runs DROP COLUMN metadata;
+      ALTER TABLE messages DROP COLUMN format;
       DELETE FROM schema_migrations WHERE version >= 9;
     `);
     db.close();
@@ -160,7 +162,7 @@ describe("migration 11 (run instructions and metadata)", () => {
     const { runId } = await completedTurn(writer, "thr_old", T0);
     await writer.close();
     const db = new Database(file);
-    db.exec("ALTER TABLE runs DROP COLUMN instructions; ALTER TABLE runs DROP COLUMN metadata; DELETE FROM schema_migrations WHERE version >= 11;");
+    db.exec("ALTER TABLE runs DROP COLUMN instructions; ALTER TABLE runs DROP COLUMN metadata; ALTER TABLE messages DROP COLUMN format; DELETE FROM schema_migrations WHERE version >= 11;");
     db.close();
 
     const store = createSqliteStore({ path: file, checkpointIntervalMs: 0 });

@@ -23,7 +23,8 @@ export function MessageItem({ message }: MessageItemProps) {
     <li className={`message ${message.role}${isFragment ? " fragment" : ""}`} data-message-id={message.message_id} data-status={message.publication_status}>
       <div className="message-role">
         <span className="role-name">{role}</span>
-        {isFragment && <span className="badge warn">Saved fragment of a stopped answer</span>}
+        {isFragment && message.format !== "json" && <span className="badge warn">Saved fragment of a stopped answer</span>}
+        {isFragment && message.format === "json" && <span className="badge warn">Unfinished object, stopped · not usable for execution</span>}
         {message.interrupted && <span className="badge warn">Interrupted in voice mode · saved as far as it was heard</span>}
       </div>
       {message.content && <MessageContent message={message} />}
@@ -64,7 +65,8 @@ function SectionItem({ message }: MessageItemProps) {
 /** Answers are markdown; the user's words are shown as typed; a tool's JSON as labelled fields. */
 function MessageContent({ message }: MessageItemProps) {
   if (message.role === "user") return <div className="message-text plain">{message.content}</div>;
-  if (message.role === "tool") {
+  // A published object as labelled fields; a fragment of one stays raw text: it never parsed.
+  if (message.role === "tool" || (message.format === "json" && message.publication_status === "published")) {
     const value = parseJsonText(message.content);
     return <div className="message-text">{typeof value === "object" && value !== null ? <ReadableFields value={value} /> : message.content}</div>;
   }
