@@ -1,6 +1,7 @@
 /** `tidemark serve`: every setting is read and checked first, so a configuration that cannot work exits 2 before anything is opened. */
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { selectModel, MODEL_SPECS } from "../models/index.js";
+import { redactLogger, type Redactor } from "../core/index.js";
 import { createJsonLogger, type ChatModel, type RuntimeRole } from "../runtime/index.js";
 import { DEFAULT_RATE_LIMIT, DEFAULT_WEB_ROOT, parseApiKeys } from "../server/index.js";
 import { startTidemark } from "../start-tidemark.js";
@@ -12,6 +13,7 @@ import type { Tool } from "../tools/tool.js";
 import { environmentNumber, isPostgresUrl, wholeNumber } from "./cli-arguments.js";
 import { fail, messageOf } from "./fail.js";
 import { CONFIG_FILE_NAMES, loadConfig, type LoadedConfig } from "./load-config.js";
+import { redactorFromEnvironment } from "./redaction-settings.js";
 
 interface ServeOptions {
   port: number;
@@ -89,7 +91,14 @@ function limitSettings(settings: ReturnType<typeof numericSettings>) {
 }
 
 async function serve(options: ServeOptions, command: Command): Promise<void> {
-  const logger = createJsonLogger();
+  let redactor: Redactor;
+  try {
+    redactor = redactorFromEnvironment(process.env);
+  } catch (error) {
+    fail(messageOf(error));
+  }
+  // Every line this process writes passes through the redactor, its own lines included.
+  const logger = redactLogger(createJsonLogger(), redactor);
   let settings: ReturnType<typeof numericSettings>;
   let apiKeys: Map<string, string>;
   let model: ChatModel;
@@ -134,6 +143,7 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
     port: options.port,
     apiKeys,
     logger,
+    redactor,
     model,
     tools,
     agents: config?.agents,
