@@ -282,6 +282,11 @@ export class Runtime {
     return this.#scheduler.active.size;
   }
 
+  /** What everything leaving the confirmed state passes through (the server's log lines too). */
+  get redactor(): Redactor {
+    return this.#redactor;
+  }
+
   /** What this process does. */
   get role(): RuntimeRole {
     return this.#role;
