@@ -16,7 +16,7 @@ import { trace } from "@opentelemetry/api";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { createRedactor, type RunEvent } from "../src/core/index.js";
+import { createRedactor, type Redactor, type RunEvent } from "../src/core/index.js";
 import { createJsonLogger, ModelError, type ChatModel } from "../src/runtime/index.js";
 import { createPool } from "../src/store/postgres/index.js";
 import { dropTestSchema, newTestSchemaName, TEST_PG_URL } from "../src/testing/postgres-test-database.js";
@@ -82,6 +82,24 @@ const pay = defineTool({
   commit: async (input) => ({ paid: input.invoice, receipt_to: input.email, card: input.card, note: input.note }),
 });
 
+/** `redactor`, noting every text it returned: whatever reached an exit through it is among them. */
+function recording(redactor: Redactor): Redactor & { returned: Set<string> } {
+  const returned = new Set<string>();
+  return Object.assign((text: string) => {
+    const redacted = redactor(text);
+    returned.add(redacted);
+    return redacted;
+  }, { returned });
+}
+
+/** Every string in a JSON value, keys too. */
+function stringsOf(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (value === null || typeof value !== "object") return [];
+  if (Array.isArray(value)) return value.flatMap(stringsOf);
+  return Object.entries(value).flatMap(([key, item]) => [key, ...stringsOf(item)]);
+}
+
 /** Where each store keeps, besides the thread's state, what it streamed to clients (PostgreSQL's shared event log). */
 const STREAM_BUFFER_TABLES = { sqlite: [], postgres: ["run_events"] } as const;
 
@@ -92,6 +110,8 @@ describe.each(["sqlite", "postgres"] as const)("the redaction hook (%s, over HTT
   let h: Harness;
   const schema = storeKind === "postgres" ? newTestSchemaName("tm_redact") : undefined;
   let pool: pg.Pool | undefined;
+  // The deployment's own secret pattern, besides the default rules.
+  const redactor = recording(createRedactor({ patterns: [/TMK-SECRET-\d+/] }));
 
   beforeAll(async () => {
     trace.setGlobalTracerProvider(provider);
@@ -107,8 +127,7 @@ describe.each(["sqlite", "postgres"] as const)("the redaction hook (%s, over HTT
       tools: [lookup, pay],
       ...(schema !== undefined ? { databaseUrl: TEST_PG_URL, databaseSchema: schema, databasePoolSize: 4 } : {}),
       logger: createJsonLogger(),
-      // The deployment's own secret pattern, besides the default rules.
-      redactor: createRedactor({ patterns: [/TMK-SECRET-\d+/] }),
+      redactor,
     });
   });
 
@@ -270,6 +289,27 @@ describe.each(["sqlite", "postgres"] as const)("the redaction hook (%s, over HTT
     for (const row of traces) {
       expectNoMarker("a trace", row.data);
       expect(row.data).not.toContain("unkept-words");
+    }
+  });
+
+  it("the redactor saw every string of every trace entry, log line and span it left", async () => {
+    const unseen = (strings: string[]) => strings.filter((text) => !redactor.returned.has(text));
+    const spans = exporter.getFinishedSpans();
+    expect(spans.length).toBeGreaterThan(0);
+    for (const span of spans) {
+      const strings = [
+        ...stringsOf(Object.values(span.attributes)),
+        ...span.events.flatMap((event) => stringsOf(Object.values(event.attributes ?? {}))),
+        ...(span.status.message !== undefined ? [span.status.message] : []),
+      ];
+      expect(unseen(strings), `the ${span.name} span`).toEqual([]);
+    }
+    const traces = await query<{ data: string }>("SELECT data FROM traces");
+    for (const row of traces) expect(unseen(stringsOf(JSON.parse(row.data))), "a trace entry").toEqual([]);
+    for (const line of logLines) {
+      // `time` and `level` are the JSON logger's own; everything else came through the redactor.
+      const { time: _time, level: _level, ...entry } = JSON.parse(line) as Record<string, unknown>;
+      expect(unseen(stringsOf(Object.values(entry))), line).toEqual([]);
     }
   });
 });
