@@ -91,21 +91,16 @@ function limitSettings(settings: ReturnType<typeof numericSettings>) {
 }
 
 async function serve(options: ServeOptions, command: Command): Promise<void> {
-  let redactor: Redactor;
-  try {
-    redactor = redactorFromEnvironment(process.env);
-  } catch (error) {
-    fail(messageOf(error));
-  }
-  // Every line this process writes passes through the redactor, its own lines included.
-  const logger = redactLogger(createJsonLogger(), redactor);
   let settings: ReturnType<typeof numericSettings>;
   let apiKeys: Map<string, string>;
   let model: ChatModel;
   let config: LoadedConfig | undefined;
+  let redactor: Redactor;
   try {
     settings = numericSettings(process.env);
     apiKeys = parseApiKeys(process.env.TIDEMARK_API_KEYS);
+    const settingsRedactor = redactorFromEnvironment(process.env);
+    // The logger is made once the redactor is known (below); the model warns only while serving.
     model = selectModel(options.model, process.env, (error) => logger.warn({ error: String(error) }, "provider cancel call failed"));
     // The config's own code runs here, before any database is opened: an agent it cannot deploy refuses the start.
     config = await loadConfig({
@@ -113,9 +108,13 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
       setting: command.getOptionValueSource("config") === "env" ? "TIDEMARK_CONFIG" : "--config",
       cwd: process.cwd(),
     });
+    // A config's redactor is used instead of the settings' one.
+    redactor = config?.redactor ?? settingsRedactor;
   } catch (error) {
     fail(messageOf(error));
   }
+  // Every line this process writes passes through the redactor, its own lines included.
+  const logger = redactLogger(createJsonLogger(), redactor);
   const isPostgres = isPostgresUrl(options.db);
   // The SQLite file is taken for this process before anything else opens it: a second server on it is refused untouched.
   let store: Store | undefined;
