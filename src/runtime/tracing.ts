@@ -100,7 +100,8 @@ export class RunTracing {
   /** The run was claimed, as the attempt it executes as: its span starts (a child of the creating request's trace, if any). */
   claimed(run: RunRecord): void {
     this.#run = run;
-    this.#span ??= RedactedSpan.start(this.redactor, "tidemark.run", { ...runIds(run), "tidemark.agent": run.agent, "tidemark.attempt": run.attempt }, contextOf(this.#parent));
+    const attributes: Attributes = { ...runIds(run), "tidemark.agent": run.agent, "tidemark.attempt": run.attempt };
+    this.#span ??= RedactedSpan.start(this.redactor, "tidemark.run", attributes, contextOf(this.#parent));
   }
 
   /** A plan step declared under `parentStepId`: its span nests under that step's. */
@@ -127,13 +128,14 @@ export class RunTracing {
 
   /** Starts the span of a model request made by step `stepId`. */
   modelRequest(stepId: string, request: { model: string; messages: number; tools: number }): ModelRequestTrace {
-    const span = RedactedSpan.start(this.redactor, "tidemark.model_request", {
+    const attributes: Attributes = {
       ...runIds(this.#run),
       "tidemark.step_id": stepId,
       "tidemark.model": request.model,
       "tidemark.model_request.messages": request.messages,
       "tidemark.model_request.tools": request.tools,
-    }, this.#steps.get(stepId) ?? this.#span);
+    };
+    const span = RedactedSpan.start(this.redactor, "tidemark.model_request", attributes, this.#steps.get(stepId) ?? this.#span);
     return {
       failed: (error) => recordFailure(span, error),
       end: (result) => {
@@ -155,13 +157,14 @@ export class RunTracing {
     signal: AbortSignal,
     run: () => Promise<T>,
   ): Promise<T> {
-    const span = RedactedSpan.start(this.redactor, "tidemark.tool_call", {
+    const attributes: Attributes = {
       ...runIds(this.#run),
       "tidemark.step_id": stepId,
       "tidemark.tool": call.tool,
       "tidemark.tool_call_id": call.toolCallId,
       "tidemark.tool.effect": call.effect,
-    }, this.#steps.get(stepId) ?? this.#span);
+    };
+    const span = RedactedSpan.start(this.redactor, "tidemark.tool_call", attributes, this.#steps.get(stepId) ?? this.#span);
     // One step, one tool call: the step id finds the span for the ledger's phases.
     this.#tools.set(stepId, span);
     try {
