@@ -1,6 +1,6 @@
 import type { Cluster } from "./runtime/cluster.js";
 import { createPgCluster } from "./store/postgres/cluster/index.js";
-import { ConfigurationError, type Clock, type RecoveryPolicy, type Timers } from "./core/index.js";
+import { ConfigurationError, defaultRedactor, redactLogger, type Clock, type RecoveryPolicy, type Redactor, type Timers } from "./core/index.js";
 import { createPostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/index.js";
 import type { Tool } from "./tools/index.js";
@@ -47,6 +47,12 @@ export interface TidemarkOptions {
   /** API key → tenant; empty serves one local tenant and requires a loopback host. */
   apiKeys?: ReadonlyMap<string, string>;
   logger?: Logger;
+  /**
+   * What traces, log lines (the server's, the store's and the runtime's), OpenTelemetry
+   * attributes and operation previews pass through (docs/data/redaction.md). Default
+   * `defaultRedactor` (emails and card numbers masked); `noRedaction` turns it off.
+   */
+  redactor?: Redactor;
   eventTtlMs?: number;
   leaseMs?: number;
   heartbeatMs?: number;
@@ -113,7 +119,9 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
   }
   // An agent that cannot be deployed refuses the start before a database is opened (the runtime would refuse it after).
   checkAgents(options.agents ?? []);
-  const logger = options.logger ?? silentLogger;
+  const redactor = options.redactor ?? defaultRedactor;
+  // Redacted once here: the store, the cluster, the runtime and the server all log through it.
+  const logger = redactLogger(options.logger ?? silentLogger, redactor);
   const role = options.role ?? "all";
   let store: Store;
   let cluster: Cluster | undefined;
@@ -134,6 +142,7 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     store,
     model: options.model ?? createDemoModel(),
     logger,
+    redactor,
     eventTtlMs: options.eventTtlMs,
     leaseMs: options.leaseMs,
     recoveryPolicy: options.recoveryPolicy,

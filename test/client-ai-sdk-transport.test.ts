@@ -572,7 +572,7 @@ describe("the AI SDK transport over a real server", () => {
     };
 
     const approved = await decide("Please email ada@example.com that the quote is ready", (runId) => transport.client.approve(runId));
-    expect(approved.waited).toEqual([expect.objectContaining({ tool: "send_email", preview: expect.objectContaining({ to: "ada@example.com" }) })]);
+    expect(approved.waited).toEqual([expect.objectContaining({ tool: "send_email", preview: expect.objectContaining({ to: "***@example.com" }) })]);
     expect(tidemarkOf(approved.last)).toMatchObject({ status: "completed", interrupted: null });
     expect(textOf(approved.last)).toMatch(/handed to the outbox/);
     expect(outbox.list().map((record) => record.to)).toContain("ada@example.com");

@@ -126,7 +126,7 @@ describe("chat sessions across tabs", () => {
     const session = newSession();
     await session.send("Please email ada@example.com that the quote is ready");
     const waiting = await waitForSnapshot(session, (snapshot) => snapshot.actions.canApprove);
-    expect(waiting.run).toMatchObject({ status: "interrupted", isAwaitingApproval: true, pendingApproval: { tool: "send_email", preview: { to: "ada@example.com" } } });
+    expect(waiting.run).toMatchObject({ status: "interrupted", isAwaitingApproval: true, pendingApproval: { tool: "send_email", preview: { to: "***@example.com" } } });
     await session.approve();
     const approved = await waitForSnapshot(session, isSettled);
     expect(approved.run.status).toBe("completed");

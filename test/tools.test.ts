@@ -67,7 +67,7 @@ describe("demo tools over HTTP", () => {
   it("approve: the email is committed once, and the run finishes", async () => {
     const { threadId, runId, events } = await startAndWait(EMAIL, (event) => event.type === "run.interrupted");
     const interrupted = events.at(-1) as Extract<RunEvent, { type: "run.interrupted" }>;
-    expect(interrupted).toMatchObject({ tool: "send_email", preview: { to: "ada@example.com" } });
+    expect(interrupted).toMatchObject({ tool: "send_email", preview: { to: "***@example.com" } });
     expect((await h.api(`/v1/runs/${runId}`)).body).toMatchObject({ status: "interrupted", active_operation: interrupted.op_id });
     const approved = await h.api(`/v1/runs/${runId}/approve`, { method: "POST" });
     expect(approved.status).toBe(200);

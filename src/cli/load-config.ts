@@ -11,7 +11,7 @@ import { pathToFileURL } from "node:url";
 import { AgentDefinitionError } from "../agents/agent-definition-error.js";
 import type { Agent } from "../agents/define-agent.js";
 import { checkConfig } from "../config/index.js";
-import { ConfigurationError } from "../core/index.js";
+import { ConfigurationError, type Redactor } from "../core/index.js";
 import type { Tool } from "../tools/tool.js";
 
 /** The files looked for in the working directory, in this order. */
@@ -26,6 +26,8 @@ export interface LoadedConfig {
   file: string;
   agents: Agent[];
   tools: Tool[];
+  /** The config's redactor, used instead of the `TIDEMARK_REDACT` settings' one. */
+  redactor?: Redactor;
 }
 
 /** Where the file was named: `--config` or `TIDEMARK_CONFIG`; none when it was found in `cwd`. */
@@ -52,7 +54,7 @@ export async function loadConfig(request: ConfigRequest): Promise<LoadedConfig |
   if (exported === undefined) throw refuse("it has no default export: write export default { agents: [...] }");
   try {
     const config = checkConfig(exported);
-    return { file, agents: [...config.agents], tools: [...(config.tools ?? [])] };
+    return { file, agents: [...config.agents], tools: [...(config.tools ?? [])], ...(config.redactor ? { redactor: config.redactor } : {}) };
   } catch (error) {
     if (ConfigurationError.isInstance(error) || AgentDefinitionError.isInstance(error)) throw refuse(error.message, error);
     throw error;

@@ -1,6 +1,7 @@
 /** `tidemark serve`: every setting is read and checked first, so a configuration that cannot work exits 2 before anything is opened. */
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { selectModel, MODEL_SPECS } from "../models/index.js";
+import { redactLogger, type Redactor } from "../core/index.js";
 import { createJsonLogger, type ChatModel, type RuntimeRole } from "../runtime/index.js";
 import { DEFAULT_RATE_LIMIT, DEFAULT_WEB_ROOT, parseApiKeys } from "../server/index.js";
 import { startTidemark } from "../start-tidemark.js";
@@ -12,6 +13,7 @@ import type { Tool } from "../tools/tool.js";
 import { environmentNumber, isPostgresUrl, wholeNumber } from "./cli-arguments.js";
 import { fail, messageOf } from "./fail.js";
 import { CONFIG_FILE_NAMES, loadConfig, type LoadedConfig } from "./load-config.js";
+import { redactorFromEnvironment } from "./redaction-settings.js";
 
 interface ServeOptions {
   port: number;
@@ -89,14 +91,16 @@ function limitSettings(settings: ReturnType<typeof numericSettings>) {
 }
 
 async function serve(options: ServeOptions, command: Command): Promise<void> {
-  const logger = createJsonLogger();
   let settings: ReturnType<typeof numericSettings>;
   let apiKeys: Map<string, string>;
   let model: ChatModel;
   let config: LoadedConfig | undefined;
+  let redactor: Redactor;
   try {
     settings = numericSettings(process.env);
     apiKeys = parseApiKeys(process.env.TIDEMARK_API_KEYS);
+    const settingsRedactor = redactorFromEnvironment(process.env);
+    // The logger is made once the redactor is known (below); the model warns only while serving.
     model = selectModel(options.model, process.env, (error) => logger.warn({ error: String(error) }, "provider cancel call failed"));
     // The config's own code runs here, before any database is opened: an agent it cannot deploy refuses the start.
     config = await loadConfig({
@@ -104,9 +108,13 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
       setting: command.getOptionValueSource("config") === "env" ? "TIDEMARK_CONFIG" : "--config",
       cwd: process.cwd(),
     });
+    // A config's redactor is used instead of the settings' one.
+    redactor = config?.redactor ?? settingsRedactor;
   } catch (error) {
     fail(messageOf(error));
   }
+  // Every line this process writes passes through the redactor, its own lines included.
+  const logger = redactLogger(createJsonLogger(), redactor);
   const isPostgres = isPostgresUrl(options.db);
   // The SQLite file is taken for this process before anything else opens it: a second server on it is refused untouched.
   let store: Store | undefined;
@@ -134,6 +142,7 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
     port: options.port,
     apiKeys,
     logger,
+    redactor,
     model,
     tools,
     agents: config?.agents,

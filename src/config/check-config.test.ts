@@ -15,6 +15,8 @@ describe("checkConfig", () => {
     expect(checkConfig({ agents: [compare] })).toEqual({ agents: [compare] });
     const lookup = readTool("lookup");
     expect(checkConfig({ agents: [], tools: [lookup] })).toEqual({ agents: [], tools: [lookup] });
+    const redactor = (text: string) => text.replace(/\d/g, "#");
+    expect(checkConfig({ agents: [], redactor })).toEqual({ agents: [], redactor });
   });
 
   it.each([
@@ -23,7 +25,8 @@ describe("checkConfig", () => {
     ["no agents", {}, "agents must be an array of agents (defineAgent), not undefined"],
     ["agents that are not an array", { agents: agent("a") }, "agents must be an array of agents (defineAgent), not an object"],
     ["an agent that is not an object (a wrong import)", { agents: [agent("a"), undefined] }, "agents[1] is undefined, not an agent (defineAgent)"],
-    ["a setting it does not know", { agents: [], agent: [] }, "\"agent\" is not a config setting (a config holds agents and tools)"],
+    ["a setting it does not know", { agents: [], agent: [] }, "\"agent\" is not a config setting (a config holds agents, tools and a redactor)"],
+    ["a redactor that is not a function", { agents: [], redactor: "default" }, "redactor must be a function (text) => text, not a string"],
     ["tools that are not an array", { agents: [], tools: readTool("t") }, "tools must be an array of tools (defineTool), not an object"],
     ["a tool without a name", { agents: [], tools: [{ description: "x" }] }, "tools[0] has no name"],
     ["a tool without a zod input", { agents: [], tools: [{ ...readTool("t"), input: {} }] }, "tool \"t\": input must be a zod schema"],

@@ -1,10 +1,10 @@
-import { ConfigurationError } from "../core/index.js";
+import { ConfigurationError, type Redactor } from "../core/index.js";
 import type { Agent } from "../agents/define-agent.js";
 import type { Tool } from "../tools/tool.js";
 import { checkAgents } from "./check-agents.js";
 import type { TidemarkConfig } from "./define-config.js";
 
-const KEYS = new Set(["agents", "tools"]);
+const KEYS = new Set(["agents", "tools", "redactor"]);
 const EFFECTS = new Set(["none", "idempotent", "consequential"]);
 
 /**
@@ -15,15 +15,20 @@ const EFFECTS = new Set(["none", "idempotent", "consequential"]);
 export function checkConfig(exported: unknown): TidemarkConfig {
   if (!isObject(exported) || Array.isArray(exported)) throw invalid(`its default export is ${describe(exported)}, not { agents: [...] }`);
   const unknown = Object.keys(exported).find((key) => !KEYS.has(key));
-  if (unknown !== undefined) throw invalid(`"${unknown}" is not a config setting (a config holds agents and tools)`);
-  const { agents, tools } = exported as { agents?: unknown; tools?: unknown };
+  if (unknown !== undefined) throw invalid(`"${unknown}" is not a config setting (a config holds agents, tools and a redactor)`);
+  const { agents, tools, redactor } = exported as { agents?: unknown; tools?: unknown; redactor?: unknown };
   if (!Array.isArray(agents)) throw invalid(`agents must be an array of agents (defineAgent), not ${describe(agents)}`);
   agents.forEach((agent, index) => {
     if (!isObject(agent)) throw invalid(`agents[${index}] is ${describe(agent)}, not an agent (defineAgent)`);
   });
   checkAgents(agents as Agent[]);
   if (tools !== undefined) checkTools(tools);
-  return { agents: agents as Agent[], ...(tools === undefined ? {} : { tools: tools as Tool[] }) };
+  if (redactor !== undefined && typeof redactor !== "function") throw invalid(`redactor must be a function (text) => text, not ${describe(redactor)}`);
+  return {
+    agents: agents as Agent[],
+    ...(tools === undefined ? {} : { tools: tools as Tool[] }),
+    ...(redactor === undefined ? {} : { redactor: redactor as Redactor }),
+  };
 }
 
 /** Tools as the runtime uses them: a name, a description, a zod input, an effect and its functions. */

@@ -14,6 +14,7 @@
  */
 import type { Agent } from "../agents/define-agent.js";
 import type { Tool } from "../tools/tool.js";
+import type { Redactor } from "../core/redactor.js";
 
 /** What a config file exports by default. */
 export interface TidemarkConfig {
@@ -25,6 +26,12 @@ export interface TidemarkConfig {
   agents: readonly Agent[];
   /** Tools the model may call, added to the server's default tools (one with a default tool's name replaces it). */
   tools?: readonly Tool[];
+  /**
+   * What traces, log lines, OpenTelemetry attributes and operation previews pass through
+   * (docs/data/redaction.md), used instead of `TIDEMARK_REDACT` and `TIDEMARK_REDACT_PATTERNS`:
+   * e.g. `(text) => defaultRedactor(text).replace(/\b\d{3}-\d{2}-\d{4}\b/g, "[ssn]")`.
+   */
+  redactor?: Redactor;
 }
 
 /** Types a config file's default export (an identity function: it checks nothing at run time). */

@@ -21,3 +21,5 @@ export * from "./errors/invariant-error.js";
 export * from "./errors/configuration-error.js";
 export * from "./step-status-at-run-end.js";
 export * from "./usable-for-execution.js";
+export * from "./redactor.js";
+export * from "./redacting-logger.js";

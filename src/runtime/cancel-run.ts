@@ -1,4 +1,4 @@
-import { acceptedCancelOf, createId, isId, isTerminalStatus, planAcceptedCancel, stopProtocol, TidemarkError, type CheckpointKind, type Clock, type MessageRecord, type RunEventDraft, type RunRecord } from "../core/index.js";
+import { acceptedCancelOf, createId, isId, isTerminalStatus, planAcceptedCancel, stopProtocol, TidemarkError, type CheckpointKind, type Clock, type MessageRecord, type Redactor, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Cluster } from "./cluster.js";
 import type { AcceptedCancelRecord, Store } from "../store/index.js";
 import { emitTerminal } from "./execute-run.js";
@@ -23,6 +23,8 @@ export interface CancelRunContext {
   clock: Clock;
   observer: RuntimeObserver;
   logger: Logger;
+  /** What the cancel's span attributes pass through. */
+  redactor: Redactor;
   /** Runs being executed by this process, by {@link runKey}. */
   active: ReadonlyMap<string, RunExecution>;
   pendingCancels: PendingCancels;
@@ -37,7 +39,7 @@ export interface CancelRunContext {
 /** Accepts a cancel (STOP) for one run; never refused for a stale version. */
 export async function cancelRun(context: CancelRunContext, tenantId: string, runId: string, reason: string): Promise<CancelRunResult> {
   const execution = context.active.get(runKey(tenantId, runId));
-  const traced = new CancelTrace(execution?.run ?? { tenantId, runId }, reason, execution?.tracing);
+  const traced = new CancelTrace(execution?.run ?? { tenantId, runId }, reason, execution?.tracing, context.redactor);
   try {
     const result = await acceptCancel(context, execution, tenantId, runId, reason, traced);
     traced.settled(result.kind === "pending_creation" ? undefined : result.run.status);
@@ -262,7 +264,7 @@ export async function stopForAcceptedCancel(
   // Recorded first, aborted now (the record-then-notify protocol); false when this process already stopped it.
   if (!execution.stop.apply({ type: "stop_recorded", reason: accepted.reason })) return false;
   // Recorded by another process, then aborted here: this process's part of the cancel's timeline.
-  const traced = new CancelTrace(execution.run, accepted.reason, execution.tracing);
+  const traced = new CancelTrace(execution.run, accepted.reason, execution.tracing, execution.tracing.redactor);
   traced.recorded("accepted");
   traced.aborted();
   traced.settled(execution.run.status);

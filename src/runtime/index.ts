@@ -19,6 +19,7 @@ export { createDemoModel, demoAnswerWords, titleFromText, type DemoModelOptions 
 export { estimateTokens } from "../core/model.js";
 export type { ChatModel, ModelMessage, ModelRequest, ModelResponseFormat, ModelStreamPart, ModelUsage } from "../core/model.js";
 export { createJsonLogger, runLogFields, silentLogger, type Logger } from "../core/logger.js";
+export { redactLogger } from "../core/redacting-logger.js";
 export { runInBackground } from "./background.js";
 export type { ExecutionOutcome } from "./execute-run.js";
 export type { TraceCarrier } from "./tracing.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { systemClock, type RunRecord } from "../core/index.js";
+import { defaultRedactor, systemClock, type RunRecord } from "../core/index.js";
 import type { ChatModel } from "../core/model.js";
 import type { Store } from "../store/index.js";
 import { AgentRegistry } from "../agents/agent-registry.js";
@@ -33,6 +33,7 @@ describe("launchRun, two launches of one run", () => {
       model: { id: "demo", stream: () => (async function* () {})() } as ChatModel,
       clock: systemClock,
       logger: { info: () => {}, warn: () => {}, error: () => {} },
+      redactor: defaultRedactor,
       leaseMs: 30_000,
       workerId: "wrk_1",
       tools: new Map(),

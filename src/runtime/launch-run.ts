@@ -1,4 +1,4 @@
-import { acceptedCancelOf, type Clock, type OperationRecord, type RunEventDraft, type RunRecord } from "../core/index.js";
+import { acceptedCancelOf, type Clock, type OperationRecord, type Redactor, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import type { Tool } from "../tools/tool.js";
 import { runInBackground } from "./background.js";
@@ -25,6 +25,8 @@ export interface LaunchRunContext {
   model: ChatModel;
   clock: Clock;
   logger: Logger;
+  /** What the run's spans and operation previews pass through. */
+  redactor: Redactor;
   leaseMs: number;
   workerId: string;
   tools: ReadonlyMap<string, Tool>;
@@ -93,7 +95,8 @@ export function launchRun(context: LaunchRunContext, run: RunRecord, isClaimed =
     liveOutput: context.liveOutputs.get(key),
     heardChars: 0,
     hasHandedOver: false,
-    tracing: new RunTracing(run, traceContext),
+    tracing: new RunTracing(run, context.redactor, traceContext),
+    redactor: context.redactor,
     chunkAfterStop: () => context.observer.onChunkAfterStop?.(execution.run),
   };
   // Registered before the claim, so a cancel that lands while claiming still aborts it. Two

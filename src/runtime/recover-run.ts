@@ -1,4 +1,4 @@
-import { decideRecovery, leaseOf, type RecoveryAction, type RunEventDraft, type RunRecord } from "../core/index.js";
+import { decideRecovery, leaseOf, type RecoveryAction, type Redactor, type RunEventDraft, type RunRecord } from "../core/index.js";
 import type { Store } from "../store/index.js";
 import { emitTerminal, logRunFailure } from "./execute-run.js";
 import type { Logger } from "../core/logger.js";
@@ -12,6 +12,8 @@ export interface RecoveryContext {
   owner: string;
   leaseMs: number;
   logger: Logger;
+  /** What the recovery's span attributes pass through. */
+  redactor: Redactor;
   /** Claims and executes a queued run on this process. */
   launch(run: RunRecord): void;
   trace(run: RunRecord, kind: string, data: Record<string, unknown>): void;
@@ -32,7 +34,7 @@ export interface RecoveryContext {
 export async function recoverRun(run: RunRecord, context: RecoveryContext): Promise<boolean> {
   const action = decideRecovery(run.status, run.recoveryPolicy);
   if (action.kind === "none") return false;
-  return traceRecovery(run, action.kind, () => carryOutRecovery(run, action, context));
+  return traceRecovery(context.redactor, run, action.kind, () => carryOutRecovery(run, action, context));
 }
 
 async function carryOutRecovery(run: RunRecord, action: Exclude<RecoveryAction, { kind: "none" }>, context: RecoveryContext): Promise<boolean> {

@@ -1,4 +1,4 @@
-import type { Clock, ConfirmedResults, OperationRecord, PendingStep, RunEventDraft, RunRecord, TraceRecord } from "../core/index.js";
+import type { Clock, ConfirmedResults, OperationRecord, PendingStep, Redactor, RunEventDraft, RunRecord, TraceRecord } from "../core/index.js";
 import type { Tool } from "../tools/tool.js";
 import type { Store } from "../store/index.js";
 import type { CancelScope } from "./cancel-scope.js";
@@ -55,6 +55,8 @@ export interface RunExecution {
   heardChars: number;
   /** The run's OpenTelemetry spans (no-ops without an SDK). */
   readonly tracing: RunTracing;
+  /** The runtime's redactor: what leaves the confirmed state (an operation's preview) passes through it. */
+  readonly redactor: Redactor;
   /**
    * Publications whose store write is under way (set by `publish`), each settled once its events
    * are emitted: a cancel announced meanwhile waits for them, so the stream keeps the store's order.

@@ -1,4 +1,4 @@
-import { createId, isTerminalStatus, type Clock, type RunEventDraft, type RunRecord } from "../core/index.js";
+import { createId, isTerminalStatus, redactValue, type Clock, type Redactor, type RunEventDraft, type RunRecord } from "../core/index.js";
 import { abortableDelay } from "../core/abortable-delay.js";
 import { runLogFields, type Logger } from "../core/logger.js";
 import type { Store } from "../store/index.js";
@@ -14,6 +14,8 @@ export interface RunJournalPorts {
   store: Store;
   clock: Clock;
   logger: Logger;
+  /** What every trace entry's data passes through before it is stored. */
+  redactor: Redactor;
   /** The other processes, whose runs' events come from the shared log. */
   cluster: Cluster | undefined;
   /** Whether this process executes the run (then its own buffer is the stream). */
@@ -47,10 +49,10 @@ export class RunJournal {
     return this.emitter(run);
   }
 
-  /** Records a trace entry in the background. */
+  /** Records a trace entry in the background: the one way a trace is written, so the one place its data is redacted. */
   trace(run: RunRecord, kind: string, data: Record<string, unknown>): void {
-    const { store, clock, logger } = this.#ports;
-    const record = traceFor(run, createId("trc"), kind, data, clock.now());
+    const { store, clock, logger, redactor } = this.#ports;
+    const record = traceFor(run, createId("trc"), kind, redactValue(redactor, data), clock.now());
     runInBackground(logger, "trace", () => store.appendTrace(record), { ...runLogFields(run), kind });
   }
 

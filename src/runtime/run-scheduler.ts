@@ -1,4 +1,4 @@
-import { createId, type Clock, type OperationRecord, type RunRecord } from "../core/index.js";
+import { createId, type Clock, type OperationRecord, type Redactor, type RunRecord } from "../core/index.js";
 import { runLogFields, type Logger } from "../core/logger.js";
 import type { ChatModel, ModelToolDefinition } from "../core/model.js";
 import type { AgentRegistry } from "../agents/agent-registry.js";
@@ -21,6 +21,8 @@ export interface RunSchedulerPorts {
   model: ChatModel;
   clock: Clock;
   logger: Logger;
+  /** What the runs' spans and operation previews pass through. */
+  redactor: Redactor;
   journal: RunJournal;
   tools: ReadonlyMap<string, Tool>;
   /** The same tools as the model is offered them. */
@@ -116,7 +118,7 @@ export class RunScheduler {
     this.#isClosed = true;
     for (const execution of this.#active.values()) execution.stop.apply({ type: "drain" });
     const tasks = [...this.#tasks];
-    const isSettled = await traceDrain(tasks.length, () => settledWithin(tasks, this.#ports.shieldTimeoutMs + CLOSE_SETTLE_MS));
+    const isSettled = await traceDrain(this.#ports.redactor, tasks.length, () => settledWithin(tasks, this.#ports.shieldTimeoutMs + CLOSE_SETTLE_MS));
     if (!isSettled) {
       const runs = [...this.#active.values()].map((execution) => runLogFields(execution.run));
       this.#ports.logger.warn({ runs: tasks.length, executing: runs }, "runs were still executing when close() stopped waiting for them");

@@ -1,6 +1,6 @@
 import { DEFAULT_RUN_LIMITS, type RunLimits } from "./run-limits.js";
 import { StreamSlots } from "./stream-slots.js";
-import { ConfigurationError, createId, systemClock, systemTimers, type Clock, type TimerHandle, type Timers, type RecoveryPolicy, type RunRecord, type ThreadRecord } from "../core/index.js";
+import { ConfigurationError, createId, defaultRedactor, redactLogger, systemClock, systemTimers, type Clock, type Redactor, type TimerHandle, type Timers, type RecoveryPolicy, type RunRecord, type ThreadRecord } from "../core/index.js";
 import { runKey } from "./run-key.js";
 import type { LiveOutput } from "./live-output.js";
 import type { Cluster } from "./cluster.js";
@@ -48,6 +48,12 @@ export interface RuntimeOptions {
   /** The timers of the event TTL, disconnect grace, lease heartbeat and recovery sweep (default the process's). */
   timers?: Timers;
   logger?: Logger;
+  /**
+   * What everything leaving the confirmed state passes through: trace entries, log lines,
+   * OpenTelemetry attributes and operation previews (docs/data/redaction.md). Default
+   * {@link defaultRedactor} (emails and card numbers masked); `noRedaction` turns it off.
+   */
+  redactor?: Redactor;
   /** How long a run's event buffer is kept after its terminal event (default 15 minutes). */
   eventTtlMs?: number;
   /** How long a claimed run's lease lasts without a heartbeat (default 15 s). */
@@ -101,6 +107,7 @@ export class Runtime {
   readonly agents: AgentRegistry;
   readonly #clock: Clock;
   readonly #logger: Logger;
+  readonly #redactor: Redactor;
   readonly #streamSlots: StreamSlots;
   readonly #observer: RuntimeObserver;
   readonly #leaseMs: number;
@@ -126,7 +133,9 @@ export class Runtime {
     const model = (this.model = options.model);
     const clock = (this.#clock = options.clock ?? systemClock);
     const timers = (this.#timerSource = options.timers ?? systemTimers);
-    const logger = (this.#logger = options.logger ?? silentLogger);
+    const redactor = (this.#redactor = options.redactor ?? defaultRedactor);
+    // Every line this runtime (and each part it wires) logs is redacted here, once.
+    const logger = (this.#logger = redactLogger(options.logger ?? silentLogger, redactor));
     const leaseMs = (this.#leaseMs = options.leaseMs ?? 15_000);
     const observer = (this.#observer = options.observer ?? {});
     this.workerId = options.workerId ?? `wrk_${createId("run").slice(4)}`;
@@ -151,6 +160,7 @@ export class Runtime {
       store,
       clock,
       logger,
+      redactor,
       cluster,
       executesHere: (tenantId, runId): boolean => scheduler.execution(tenantId, runId) !== undefined,
     }));
@@ -166,6 +176,7 @@ export class Runtime {
       model,
       clock,
       logger,
+      redactor,
       journal,
       tools,
       toolDefinitions,
@@ -190,6 +201,7 @@ export class Runtime {
       clock,
       observer,
       logger,
+      redactor,
       active: scheduler.active,
       pendingCancels,
       cluster,
@@ -268,6 +280,11 @@ export class Runtime {
   /** Runs being executed by this process. */
   get activeRunCount(): number {
     return this.#scheduler.active.size;
+  }
+
+  /** What everything leaving the confirmed state passes through (the server's log lines too). */
+  get redactor(): Redactor {
+    return this.#redactor;
   }
 
   /** What this process does. */
@@ -397,6 +414,7 @@ export class Runtime {
           owner: this.workerId,
           leaseMs: this.#leaseMs,
           logger: this.#logger,
+          redactor: this.#redactor,
           launch: (queued) => scheduler.launch(queued),
           trace: (traced, kind, data) => journal.trace(traced, kind, data),
           emitter: (ended) => journal.continuingEmitter(ended),

@@ -1,4 +1,4 @@
-import { createId, hashJson, storableText, type MessageToolCall, type OperationRecord } from "../core/index.js";
+import { createId, hashJson, redactValue, storableText, type MessageToolCall, type OperationRecord } from "../core/index.js";
 import type { ConsequentialTool, ReadTool, ToolContext } from "../tools/tool.js";
 import type { CancelScope } from "./cancel-scope.js";
 import { publish } from "./publish.js";
@@ -87,7 +87,9 @@ async function runConsequential(
   const { run, store, clock } = execution;
   const { signal } = context;
   const idempotencyKey = tool.idempotencyKey(input, context);
-  const preview = tool.prepare ? await tool.prepare(input, context) : null;
+  // Made once and redacted here: the ledger, the `tool.prepared` / `run.interrupted` events and
+  // the operations API all show this copy, never the tool's own.
+  const preview = tool.prepare ? redactValue(execution.redactor, await tool.prepare(input, context)) : null;
   signal.throwIfAborted();
   const prepared = await store.prepareOperation({
     tenantId: run.tenantId,

@@ -14,19 +14,16 @@
  * tidemark.recovery, tidemark.drain (roots of their own)
  * ```
  *
- * Attributes carry ids, counts and lengths only: never message text or tool inputs.
+ * Attributes carry ids, counts and lengths only: never message text or tool inputs. What text
+ * they do carry (an error's message, a cancel's reason) passes through the runtime's redactor:
+ * every span is a {@link RedactedSpan}.
  */
-import { context, propagation, SpanStatusCode, trace, type Attributes, type Context, type Span } from "@opentelemetry/api";
-import { isTerminalStatus, type RunRecord, type RunStatus, type StepStatus } from "../core/index.js";
+import { context, propagation, SpanStatusCode, type Attributes, type Context } from "@opentelemetry/api";
+import { isTerminalStatus, type Redactor, type RunRecord, type RunStatus, type StepStatus } from "../core/index.js";
 import { ModelError } from "../core/model-error.js";
+import { RedactedSpan } from "./redacted-span.js";
 
-/** The instrumentation scope name of every Tidemark span. */
-export const TRACER_NAME = "tidemark";
-
-// Looked up per span, not cached: an SDK registered (or replaced) later is picked up.
-function tracer() {
-  return trace.getTracer(TRACER_NAME);
-}
+export { TRACER_NAME } from "./redacted-span.js";
 
 /** A W3C trace context as it travels in HTTP headers (`traceparent`, and `tracestate` beside it). */
 export interface TraceCarrier {
@@ -48,13 +45,8 @@ function runIds(run: Pick<RunRecord, "runId" | "threadId" | "tenantId">): Attrib
   return { "tidemark.run_id": run.runId, "tidemark.thread_id": run.threadId, "tidemark.tenant_id": run.tenantId };
 }
 
-function startChild(parent: Span | undefined, name: string, attributes: Attributes): Span {
-  const parentContext: Context = parent ? trace.setSpan(context.active(), parent) : context.active();
-  return tracer().startSpan(name, { attributes }, parentContext);
-}
-
 /** Marks `span` failed with an error's class and, for a model error, its kind (its message is safe to show). */
-function recordFailure(span: Span, error: unknown): void {
+function recordFailure(span: RedactedSpan, error: unknown): void {
   if (ModelError.isInstance(error)) {
     span.setAttributes({ "tidemark.error.kind": error.kind, ...(error.status !== undefined ? { "tidemark.error.status": error.status } : {}) });
     span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
@@ -86,30 +78,30 @@ export interface ModelRequestTrace {
  * tool calls and cancel. A launch that loses the claim to another leaves no span.
  */
 export class RunTracing {
-  #span: Span | undefined;
+  #span: RedactedSpan | undefined;
   #run: RunRecord;
-  readonly #steps = new Map<string, Span>();
+  readonly #steps = new Map<string, RedactedSpan>();
   readonly #parentSteps = new Map<string, string>();
-  readonly #tools = new Map<string, Span>();
+  readonly #tools = new Map<string, RedactedSpan>();
   #cancel: CancelTrace | undefined;
   #isEnded = false;
 
   readonly #parent: TraceCarrier | undefined;
+  /** What every attribute of the run's spans (and its cancel's) passes through. */
+  readonly redactor: Redactor;
 
   /** `parent`: the trace context of the request that created the run, if it named one. */
-  constructor(run: RunRecord, parent?: TraceCarrier) {
+  constructor(run: RunRecord, redactor: Redactor, parent?: TraceCarrier) {
     this.#run = run;
+    this.redactor = redactor;
     this.#parent = parent;
   }
 
   /** The run was claimed, as the attempt it executes as: its span starts (a child of the creating request's trace, if any). */
   claimed(run: RunRecord): void {
     this.#run = run;
-    this.#span ??= tracer().startSpan(
-      "tidemark.run",
-      { attributes: { ...runIds(run), "tidemark.agent": run.agent, "tidemark.attempt": run.attempt } },
-      contextOf(this.#parent),
-    );
+    const attributes: Attributes = { ...runIds(run), "tidemark.agent": run.agent, "tidemark.attempt": run.attempt };
+    this.#span ??= RedactedSpan.start(this.redactor, "tidemark.run", attributes, contextOf(this.#parent));
   }
 
   /** A plan step declared under `parentStepId`: its span nests under that step's. */
@@ -124,7 +116,7 @@ export class RunTracing {
       const parent = (parentStepId !== undefined ? this.#steps.get(parentStepId) : undefined) ?? this.#span;
       const attributes: Attributes = { ...runIds(this.#run), "tidemark.step_id": stepId };
       if (parentStepId !== undefined) attributes["tidemark.parent_step_id"] = parentStepId;
-      this.#steps.set(stepId, startChild(parent, "tidemark.step", attributes));
+      this.#steps.set(stepId, RedactedSpan.start(this.redactor, "tidemark.step", attributes, parent));
       return;
     }
     const span = this.#steps.get(stepId);
@@ -136,13 +128,14 @@ export class RunTracing {
 
   /** Starts the span of a model request made by step `stepId`. */
   modelRequest(stepId: string, request: { model: string; messages: number; tools: number }): ModelRequestTrace {
-    const span = startChild(this.#steps.get(stepId) ?? this.#span, "tidemark.model_request", {
+    const attributes: Attributes = {
       ...runIds(this.#run),
       "tidemark.step_id": stepId,
       "tidemark.model": request.model,
       "tidemark.model_request.messages": request.messages,
       "tidemark.model_request.tools": request.tools,
-    });
+    };
+    const span = RedactedSpan.start(this.redactor, "tidemark.model_request", attributes, this.#steps.get(stepId) ?? this.#span);
     return {
       failed: (error) => recordFailure(span, error),
       end: (result) => {
@@ -164,13 +157,14 @@ export class RunTracing {
     signal: AbortSignal,
     run: () => Promise<T>,
   ): Promise<T> {
-    const span = startChild(this.#steps.get(stepId) ?? this.#span, "tidemark.tool_call", {
+    const attributes: Attributes = {
       ...runIds(this.#run),
       "tidemark.step_id": stepId,
       "tidemark.tool": call.tool,
       "tidemark.tool_call_id": call.toolCallId,
       "tidemark.tool.effect": call.effect,
-    });
+    };
+    const span = RedactedSpan.start(this.redactor, "tidemark.tool_call", attributes, this.#steps.get(stepId) ?? this.#span);
     // One step, one tool call: the step id finds the span for the ledger's phases.
     this.#tools.set(stepId, span);
     try {
@@ -216,7 +210,7 @@ export class RunTracing {
   }
 
   /** The span a cancel of this run nests under (none before the claim); the run's end closes the cancel it adopted. */
-  adoptCancel(cancel: CancelTrace): Span | undefined {
+  adoptCancel(cancel: CancelTrace): RedactedSpan | undefined {
     if (this.#isEnded || !this.#span) return undefined;
     this.#cancel ??= cancel;
     return this.#span;
@@ -234,17 +228,18 @@ export class RunTracing {
  * status), each with `elapsed_ms` since the request was received.
  */
 export class CancelTrace {
-  readonly #span: Span;
+  readonly #span: RedactedSpan;
   readonly #startedAt = performance.now();
   readonly #tracing: RunTracing | undefined;
   #isEnded = false;
 
-  constructor(run: Pick<RunRecord, "runId" | "tenantId"> & { threadId?: string }, reason: string, tracing: RunTracing | undefined) {
+  /** `redactor`: the runtime's; a cancel of a run executing here nests under its span (and redacts alike). */
+  constructor(run: Pick<RunRecord, "runId" | "tenantId"> & { threadId?: string }, reason: string, tracing: RunTracing | undefined, redactor: Redactor) {
     this.#tracing = tracing;
     const parent = tracing?.adoptCancel(this);
     const attributes: Attributes = { "tidemark.run_id": run.runId, "tidemark.tenant_id": run.tenantId, "tidemark.cancel.reason": reason };
     if (run.threadId !== undefined) attributes["tidemark.thread_id"] = run.threadId;
-    this.#span = startChild(parent, "tidemark.cancel", attributes);
+    this.#span = RedactedSpan.start(redactor, "tidemark.cancel", attributes, parent);
     this.#event("cancel.received");
   }
 
@@ -295,9 +290,12 @@ export class CancelTrace {
 }
 
 /** Runs one recovery of a lost run in a `tidemark.recovery` span; `acted` says whether it changed the run. */
-export async function traceRecovery(run: RunRecord, action: string, recover: () => Promise<boolean>): Promise<boolean> {
-  const span = tracer().startSpan("tidemark.recovery", {
-    attributes: { ...runIds(run), "tidemark.attempt": run.attempt, "tidemark.status": run.status, "tidemark.recovery.action": action },
+export async function traceRecovery(redactor: Redactor, run: RunRecord, action: string, recover: () => Promise<boolean>): Promise<boolean> {
+  const span = RedactedSpan.start(redactor, "tidemark.recovery", {
+    ...runIds(run),
+    "tidemark.attempt": run.attempt,
+    "tidemark.status": run.status,
+    "tidemark.recovery.action": action,
   });
   try {
     const acted = await recover();
@@ -312,8 +310,8 @@ export async function traceRecovery(run: RunRecord, action: string, recover: () 
 }
 
 /** Runs a drain in a `tidemark.drain` span, with how many runs it handed back and whether they settled in time. */
-export async function traceDrain(runs: number, drain: () => Promise<boolean>): Promise<boolean> {
-  const span = tracer().startSpan("tidemark.drain", { attributes: { "tidemark.drain.runs": runs } });
+export async function traceDrain(redactor: Redactor, runs: number, drain: () => Promise<boolean>): Promise<boolean> {
+  const span = RedactedSpan.start(redactor, "tidemark.drain", { "tidemark.drain.runs": runs });
   try {
     const isSettled = await drain();
     span.setAttribute("tidemark.drain.settled", isSettled);

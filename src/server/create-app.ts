@@ -1,7 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import type { Runtime } from "../runtime/index.js";
-import { silentLogger, type Logger } from "../runtime/index.js";
+import { redactLogger, silentLogger, type Logger } from "../runtime/index.js";
 import type { AppEnv } from "./app-env.js";
 import { registerLangGraphRoutes } from "./compat/langgraph/register-langgraph-routes.js";
 import { createAuthMiddleware } from "./auth.js";
@@ -40,8 +40,10 @@ export interface AppOptions extends RunRouteOptions {
 }
 
 /** The HTTP API (and, with `webRoot`, the web app) as a Hono app (mount it anywhere, or serve it with {@link startServer}). */
-export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
-  const logger = options.logger ?? silentLogger;
+export function createApp(given: AppOptions): OpenAPIHono<AppEnv> {
+  // The server's lines pass through the runtime's redactor too (once: a logger it already redacts is kept).
+  const logger = redactLogger(given.logger ?? silentLogger, given.runtime.redactor);
+  const options: AppOptions = { ...given, logger };
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result, c) => {
       if (!result.success) {

@@ -1,7 +1,7 @@
 import { serve } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
-import { silentLogger } from "../runtime/index.js";
+import { redactLogger, silentLogger } from "../runtime/index.js";
 import { createClientErrorHandler } from "./client-error-handler.js";
 import { createApp, type AppOptions } from "./create-app.js";
 import { createLiveEndpoint } from "./live/live-endpoint.js";
@@ -30,9 +30,12 @@ export interface ServerTimeouts {
 }
 
 /** Serves the API on `host:port` (port 0 picks a free one). */
-export async function startServer(options: AppOptions & ServerTimeouts & { host: string; port: number; timers?: Timers }): Promise<RunningServer> {
+export async function startServer(given: AppOptions & ServerTimeouts & { host: string; port: number; timers?: Timers }): Promise<RunningServer> {
+  // Every line the server writes passes through the runtime's redactor.
+  const logger = redactLogger(given.logger ?? silentLogger, given.runtime.redactor);
+  const options = { ...given, logger };
   const app = createApp(options);
-  const live = createLiveEndpoint({ runtime: options.runtime, apiKeys: options.apiKeys ?? new Map(), logger: options.logger ?? silentLogger, timers: options.timers });
+  const live = createLiveEndpoint({ runtime: options.runtime, apiKeys: options.apiKeys ?? new Map(), logger, timers: options.timers });
   // Requests in their handler (an SSE stream counts only until its handler hands the response over).
   let inFlight = 0;
   let onIdle: (() => void) | undefined;
@@ -55,7 +58,7 @@ export async function startServer(options: AppOptions & ServerTimeouts & { host:
     };
     const started = serve({ fetch, port: options.port, hostname: options.host, serverOptions }, () => resolve(started as Server));
     started.once("error", reject);
-    started.on("clientError", createClientErrorHandler(options.logger ?? silentLogger));
+    started.on("clientError", createClientErrorHandler(logger));
     started.on("upgrade", live.handleUpgrade);
   });
   const { port } = server.address() as AddressInfo;
