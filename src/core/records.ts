@@ -233,6 +233,11 @@ export interface RunRecord {
   createdAt: number;
   startedAt: number | null;
   endedAt: number | null;
+  /**
+   * When the finished run's execution detail (its steps, instructions and config) expired; its
+   * status, stats and transitions stay. Absent or null: all of it is kept.
+   */
+  detailExpiredAt?: number | null;
 }
 
 /** Where a step of a run is in its life (DESIGN §11); `completed`, `failed` and `cancelled` are terminal. */
@@ -326,4 +331,12 @@ export interface OperationRecord {
   commitAttempts: number;
   createdAt: number;
   updatedAt: number;
+  /**
+   * When the row was reduced past its retention (docs/data/lifetimes.md): its key is then the
+   * key's hash ({@link hashIdempotencyKey}), its input, preview, result and error are gone, and
+   * only its phase and {@link resultKind} say what happened. Absent or null: the full row.
+   */
+  reducedAt?: number | null;
+  /** A reduced committed operation's result type (`object`, `string`, `null`, …), in place of the result. */
+  resultKind?: string | null;
 }

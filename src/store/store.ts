@@ -524,6 +524,21 @@ export type RollbackRunResult =
   /** A visible message came after the run's input (its own or another's): history built on it. */
   | { kind: "thread_moved_on"; run: RunRecord; thread: ThreadRecord };
 
+/** A layer with its own retention that the pruner expires (docs/data/lifetimes.md). */
+export type RetentionLayer = "traces" | "run_detail" | "fragments" | "operations";
+
+/** One batch of {@link Store.pruneExpired}. */
+export interface PruneBatchInput {
+  layer: RetentionLayer;
+  /** Rows older than this time have expired (a trace's time, a run's end, a fragment's save, an operation's last change). */
+  before: number;
+  /** At most this many rows. */
+  limit: number;
+  /** A new id for each checkpoint an expiring fragment writes (it leaves its thread as a delete would). */
+  createCheckpointId: () => string;
+  now: number;
+}
+
 /** The durable store behind threads, runs, checkpoints and traces. */
 export interface Store {
   createThread(input: CreateThreadInput, options?: CallOptions): Promise<ThreadRecord>;
@@ -646,6 +661,15 @@ export interface Store {
   getOperation(tenantId: string, opId: string, options?: CallOptions): Promise<OperationRecord | undefined>;
   /** The thread's operations, oldest first; a branch also sees those of the runs in its shared prefix. */
   listOperations(tenantId: string, threadId: string, options?: CallOptions): Promise<OperationRecord[]>;
+
+  /** System-level: how many rows of `layer` expired before `before` and are not pruned yet (a dry run's count). */
+  countExpired(layer: RetentionLayer, before: number, options?: CallOptions): Promise<number>;
+  /**
+   * System-level: prunes up to `limit` of the oldest expired rows of one layer, in short
+   * transactions; how many it pruned (fewer than `limit`: none left, or some wait for a later
+   * batch, e.g. a fragment on a thread whose run is active).
+   */
+  pruneExpired(input: PruneBatchInput, options?: CallOptions): Promise<number>;
 
   appendTrace(trace: TraceRecord, options?: CallOptions): Promise<void>;
   listTraces(tenantId: string, runId: string, options?: CallOptions): Promise<TraceRecord[]>;

@@ -25,6 +25,8 @@ import type {
   ListMessagesOptions,
   ListThreadsOptions,
   PrepareOperationInput,
+  PruneBatchInput,
+  RetentionLayer,
   PrepareOperationResult,
   PublishMessageInput,
   PublishMessageResult,
@@ -63,6 +65,7 @@ import { claimRun, finishRun, publishMessage, requestCancel, transitionRun } fro
 import { scanThreads } from "./snapshots.js";
 import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, listThreads, renameThread, saveTitle } from "./thread-queries.js";
 import { appendTrace, listTraces } from "./traces.js";
+import { countExpired, pruneExpired } from "./retention.js";
 
 /**
  * The `Store` over a driver. Each method runs its concern's function; a method that ran in one
@@ -279,6 +282,16 @@ export class SqlStore implements Store {
   async listOperations(tenantId: string, threadId: string, options: CallOptions = {}): Promise<OperationRecord[]> {
     options.signal?.throwIfAborted();
     return listOperations(this.#context, tenantId, threadId);
+  }
+
+  async countExpired(layer: RetentionLayer, before: number, options: CallOptions = {}): Promise<number> {
+    options.signal?.throwIfAborted();
+    return countExpired(this.#context, layer, before);
+  }
+
+  async pruneExpired(input: PruneBatchInput, options: CallOptions = {}): Promise<number> {
+    options.signal?.throwIfAborted();
+    return pruneExpired(this.#context, input);
   }
 
   async appendTrace(trace: TraceRecord, options: CallOptions = {}): Promise<void> {

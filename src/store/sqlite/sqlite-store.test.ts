@@ -29,6 +29,12 @@ afterEach(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+/** What migration 13 (retention per layer) added, taken out again to make an older file. */
+const UNDO_MIGRATION_13 = `
+  DROP INDEX traces_by_time; DROP INDEX operations_reducible; DROP INDEX runs_detail_expirable; DROP INDEX messages_fragments_by_time;
+  ALTER TABLE operations DROP COLUMN reduced_at; ALTER TABLE operations DROP COLUMN result_kind; ALTER TABLE runs DROP COLUMN detail_pruned_at;
+`;
+
 describe("migrations", () => {
   it("reopening a file keeps its data and applies each migration once", async () => {
     const file = path.join(dir, "tidemark.db");
@@ -88,6 +94,7 @@ describe("migration 8 (agents and plan steps)", () => {
       DROP INDEX runs_unfinished_by_tenant;
       ALTER TABLE runs DROP COLUMN instructions;
       ALTER TABLE runs DROP COLUMN metadata;
+      ${UNDO_MIGRATION_13}
       DELETE FROM schema_migrations WHERE version >= 8;
     `);
     db.close();
@@ -127,6 +134,7 @@ describe("migration 9 (live turns)", () => {
       DROP INDEX runs_unfinished_by_tenant;
       ALTER TABLE runs DROP COLUMN instructions;
       ALTER TABLE runs DROP COLUMN metadata;
+      ${UNDO_MIGRATION_13}
       DELETE FROM schema_migrations WHERE version >= 9;
     `);
     db.close();
@@ -160,7 +168,7 @@ describe("migration 11 (run instructions and metadata)", () => {
     const { runId } = await completedTurn(writer, "thr_old", T0);
     await writer.close();
     const db = new Database(file);
-    db.exec("ALTER TABLE runs DROP COLUMN instructions; ALTER TABLE runs DROP COLUMN metadata; DELETE FROM schema_migrations WHERE version >= 11;");
+    db.exec(`${UNDO_MIGRATION_13} ALTER TABLE runs DROP COLUMN instructions; ALTER TABLE runs DROP COLUMN metadata; DELETE FROM schema_migrations WHERE version >= 11;`);
     db.close();
 
     const store = createSqliteStore({ path: file, checkpointIntervalMs: 0 });
