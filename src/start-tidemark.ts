@@ -1,6 +1,6 @@
 import type { Cluster } from "./runtime/cluster.js";
 import { createPgCluster } from "./store/postgres/cluster/index.js";
-import { ConfigurationError, type Clock, type RecoveryPolicy, type Timers } from "./core/index.js";
+import { ConfigurationError, type Clock, type RecoveryPolicy, type RetentionSettings, type Timers } from "./core/index.js";
 import { createPostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/index.js";
 import type { Tool } from "./tools/index.js";
@@ -48,6 +48,10 @@ export interface TidemarkOptions {
   apiKeys?: ReadonlyMap<string, string>;
   logger?: Logger;
   eventTtlMs?: number;
+  /** How long each layer is kept (docs/data/lifetimes.md); the defaults for those left out. */
+  retention?: Partial<RetentionSettings>;
+  /** How often the pruner runs (default 10 minutes). */
+  pruneIntervalMs?: number;
   leaseMs?: number;
   heartbeatMs?: number;
   maxBacklogEvents?: number;
@@ -135,6 +139,8 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     model: options.model ?? createDemoModel(),
     logger,
     eventTtlMs: options.eventTtlMs,
+    retention: options.retention,
+    pruneIntervalMs: options.pruneIntervalMs,
     leaseMs: options.leaseMs,
     recoveryPolicy: options.recoveryPolicy,
     disconnectGraceMs: options.disconnectGraceMs,

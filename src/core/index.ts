@@ -20,3 +20,4 @@ export * from "./run-views.js";
 export * from "./errors/invariant-error.js";
 export * from "./errors/configuration-error.js";
 export * from "./step-status-at-run-end.js";
+export * from "./retention.js";

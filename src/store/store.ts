@@ -15,6 +15,7 @@ import type {
   OperationRecord,
   PendingStep,
   RecoveryPolicy,
+  RetentionLayer,
   RunInput,
   RunRecord,
   RunStatus,
@@ -524,9 +525,6 @@ export type RollbackRunResult =
   /** A visible message came after the run's input (its own or another's): history built on it. */
   | { kind: "thread_moved_on"; run: RunRecord; thread: ThreadRecord };
 
-/** A layer with its own retention that the pruner expires (docs/data/lifetimes.md). */
-export type RetentionLayer = "traces" | "run_detail" | "fragments" | "operations";
-
 /** One batch of {@link Store.pruneExpired}. */
 export interface PruneBatchInput {
   layer: RetentionLayer;
@@ -538,6 +536,8 @@ export interface PruneBatchInput {
   createCheckpointId: () => string;
   now: number;
 }
+
+export type { RetentionLayer };
 
 /** The durable store behind threads, runs, checkpoints and traces. */
 export interface Store {
