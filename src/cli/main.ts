@@ -3,6 +3,7 @@ import { Command, CommanderError } from "commander";
 import { addCheckCommand } from "./check-command.js";
 import { fail, messageOf } from "./fail.js";
 import { packageVersion } from "./package-version.js";
+import { addPruneCommand } from "./prune-command.js";
 import { addServeCommand } from "./serve-command.js";
 
 const program = new Command("tidemark")
@@ -12,6 +13,7 @@ const program = new Command("tidemark")
   .exitOverride();
 addServeCommand(program);
 addCheckCommand(program);
+addPruneCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -11,6 +11,8 @@ import { createDemoTools } from "../tools/demo-tools.js";
 import type { Tool } from "../tools/tool.js";
 import { environmentNumber, isPostgresUrl, wholeNumber } from "./cli-arguments.js";
 import { fail, messageOf } from "./fail.js";
+import { retentionFromEnvironment } from "./retention-settings.js";
+import type { RetentionSettings } from "../core/index.js";
 import { CONFIG_FILE_NAMES, loadConfig, type LoadedConfig } from "./load-config.js";
 
 interface ServeOptions {
@@ -57,6 +59,7 @@ function numericSettings(env: NodeJS.ProcessEnv) {
     leaseMs: read("TIDEMARK_LEASE_MS"),
     shieldTimeoutMs: read("TIDEMARK_SHIELD_TIMEOUT_MS"),
     eventTtlMs: read("TIDEMARK_EVENT_TTL_MS"),
+    pruneIntervalMs: read("TIDEMARK_PRUNE_INTERVAL_MS"),
     heartbeatMs: read("TIDEMARK_HEARTBEAT_MS"),
     sendDelayMs: read("TIDEMARK_DEMO_SEND_DELAY_MS"),
     searchDelayMs: read("TIDEMARK_DEMO_SEARCH_DELAY_MS"),
@@ -94,8 +97,10 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
   let apiKeys: Map<string, string>;
   let model: ChatModel;
   let config: LoadedConfig | undefined;
+  let retention: Partial<RetentionSettings>;
   try {
     settings = numericSettings(process.env);
+    retention = retentionFromEnvironment(process.env);
     apiKeys = parseApiKeys(process.env.TIDEMARK_API_KEYS);
     model = selectModel(options.model, process.env, (error) => logger.warn({ error: String(error) }, "provider cancel call failed"));
     // The config's own code runs here, before any database is opened: an agent it cannot deploy refuses the start.
@@ -140,6 +145,8 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
     leaseMs: settings.leaseMs,
     shieldTimeoutMs: settings.shieldTimeoutMs,
     eventTtlMs: settings.eventTtlMs,
+    retention,
+    pruneIntervalMs: settings.pruneIntervalMs,
     heartbeatMs: settings.heartbeatMs,
     webRoot: options.web === false ? undefined : options.web,
     ...limitSettings(settings),
