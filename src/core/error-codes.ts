@@ -13,6 +13,10 @@ export const ERROR_CODES = {
   thread_not_found: { status: 404, meaning: "No such thread for this tenant." },
   run_not_found: { status: 404, meaning: "No such run for this tenant." },
   run_in_progress: { status: 409, meaning: "The thread already has an active run." },
+  thread_has_branches: {
+    status: 409,
+    meaning: "The thread has branches that read its history through it; erase them first (`branch_ids`).",
+  },
   state_version_conflict: {
     status: 409,
     meaning: "expected_state_version is not the thread's current version; reload or fork.",

@@ -52,7 +52,8 @@ export function addStats(a: UsageStats, b: Partial<UsageStats>): UsageStats {
 export interface ThreadRecord {
   tenantId: string;
   threadId: string;
-  status: "active" | "deleted";
+  /** `erased`: its text is gone (docs/data/lifetimes.md); like `deleted`, it answers 404. */
+  status: "active" | "deleted" | "erased";
   stateVersion: number;
   headCheckpointId: string;
   activeRunId: string | null;
@@ -138,7 +139,12 @@ export type CheckpointKind =
    */
   | "run_rolled_back"
   /** A branch's first checkpoint; its parent is the fork checkpoint, in the parent's lineage. */
-  | "fork_created";
+  | "fork_created"
+  /**
+   * The thread was erased (docs/data/lifetimes.md): its only checkpoint afterwards, one version
+   * past the last; every other checkpoint, message and step of it is gone.
+   */
+  | "thread_erased";
 
 /** How a continuation from a checkpoint treats the work it names (DESIGN §5). */
 export type ResumePolicy = "regenerate_pending_step" | "reuse_tool_result" | "confirm_operation_first";

@@ -4,7 +4,7 @@ import { ConfigurationError, createId, systemClock, type RetentionSettings, syst
 import { runKey } from "./run-key.js";
 import type { LiveOutput } from "./live-output.js";
 import type { Cluster } from "./cluster.js";
-import type { DeleteMessageResult, ForkThreadResult, Store } from "../store/index.js";
+import type { DeleteMessageResult, EraseThreadResult, ForkThreadResult, Store } from "../store/index.js";
 import { EventHub, type RunEventBuffer } from "../stream/index.js";
 import type { Tool } from "../tools/tool.js";
 import { z } from "zod";
@@ -366,6 +366,16 @@ export class Runtime {
   /** TERMINATE: deletes the thread and cancels every run of it, atomically; undefined if not found. */
   terminateThread(tenantId: string, threadId: string): Promise<{ cancelledRunIds: string[] } | undefined> {
     return terminateThread(this.#cancel, tenantId, threadId);
+  }
+
+  /**
+   * Erases a thread (docs/data/lifetimes.md): its text leaves the store in one transaction, and
+   * this process's event buffers of its runs go with it. A second erase answers `already_erased`.
+   */
+  async eraseThread(tenantId: string, threadId: string): Promise<EraseThreadResult> {
+    const result = await this.store.eraseThread({ tenantId, threadId, checkpointId: createId("cp"), now: this.#clock.now() });
+    if (result.kind === "erased") for (const runId of result.runIds) this.hub.drop(tenantId, runId);
+    return result;
   }
 
   /**

@@ -539,6 +539,36 @@ export interface PruneBatchInput {
 
 export type { RetentionLayer };
 
+export interface EraseThreadInput {
+  tenantId: string;
+  threadId: string;
+  /** The `thread_erased` checkpoint (a transition: version + 1), the thread's only one afterwards. */
+  checkpointId: string;
+  now: number;
+}
+
+/** What an erasure removed, by kind of row (operations: reduced, not removed). */
+export interface ErasedCounts {
+  messages: number;
+  checkpoints: number;
+  steps: number;
+  traces: number;
+  events: number;
+  operations: number;
+}
+
+export type EraseThreadResult =
+  /** Erased now: `runIds` are its runs (their in-memory event buffers go too). */
+  | { kind: "erased"; thread: ThreadRecord; runIds: string[]; erased: ErasedCounts }
+  /** Erased before: the same outcome, nothing written. */
+  | { kind: "already_erased"; thread: ThreadRecord }
+  /** Unknown or foreign. */
+  | { kind: "thread_not_found" }
+  /** A run of the thread has not ended: stop it (or terminate the thread) first. */
+  | { kind: "run_in_progress"; runs: RunRecord[] }
+  /** Branches read their shared prefix through this thread: erase them first. */
+  | { kind: "has_branches"; branchIds: string[] };
+
 /** The durable store behind threads, runs, checkpoints and traces. */
 export interface Store {
   createThread(input: CreateThreadInput, options?: CallOptions): Promise<ThreadRecord>;
@@ -661,6 +691,15 @@ export interface Store {
   getOperation(tenantId: string, opId: string, options?: CallOptions): Promise<OperationRecord | undefined>;
   /** The thread's operations, oldest first; a branch also sees those of the runs in its shared prefix. */
   listOperations(tenantId: string, threadId: string, options?: CallOptions): Promise<OperationRecord[]>;
+
+  /**
+   * Erases a thread (active or deleted) in one transaction: its messages, checkpoints, steps,
+   * traces and events are deleted, its runs keep only statuses, stats and transitions, its
+   * operations are reduced; the thread row stays `erased` with a `thread_erased` checkpoint.
+   */
+  eraseThread(input: EraseThreadInput, options?: CallOptions): Promise<EraseThreadResult>;
+  /** System-level: a tenant's thread ids not erased yet, each branch before its parent. */
+  listErasableThreads(tenantId: string, options?: CallOptions): Promise<string[]>;
 
   /** System-level: how many rows of `layer` expired before `before` and are not pruned yet (a dry run's count). */
   countExpired(layer: RetentionLayer, before: number, options?: CallOptions): Promise<number>;

@@ -64,6 +64,8 @@ const CALLS: Record<Exclude<keyof Store, "close">, (store: Store, signal: AbortS
     store.confirmOperation({ tenantId: TENANT, threadId: "thr_a", opId: "op_a", outcome: "committed", checkpointId: "cp_b", now: 1 }, { signal }),
   getOperation: (store, signal) => store.getOperation(TENANT, "op_a", { signal }),
   listOperations: (store, signal) => store.listOperations(TENANT, "thr_a", { signal }),
+  eraseThread: (store, signal) => store.eraseThread({ tenantId: TENANT, threadId: "thr_a", checkpointId: "cp_a", now: 1 }, { signal }),
+  listErasableThreads: (store, signal) => store.listErasableThreads(TENANT, { signal }),
   countExpired: (store, signal) => store.countExpired("traces", 1, { signal }),
   pruneExpired: (store, signal) => store.pruneExpired({ layer: "traces", before: 1, limit: 1, createCheckpointId: () => "cp_a", now: 1 }, { signal }),
   appendTrace: (store, signal) => store.appendTrace({ tenantId: TENANT, traceId: "tr_a", runId: "run_a", threadId: "thr_a", kind: "k", data: {}, at: 1 }, { signal }),

@@ -11,7 +11,7 @@
  * - operations: reduced, never deleted: a hashed key, the phase and the result's kind stay, so a
  *   retried send still finds its outcome and runs nothing (invariant 2).
  */
-import { hashIdempotencyKey } from "../../core/index.js";
+import { hashIdempotencyKey, type OperationRecord } from "../../core/index.js";
 import type { PruneBatchInput, RetentionLayer } from "../store.js";
 import { toOperation, type Row } from "../rows.js";
 import type { SqlContext } from "./sql-context.js";
@@ -132,27 +132,33 @@ function resultKind(result: unknown): string {
   return Array.isArray(result) ? "array" : typeof result;
 }
 
+/**
+ * Reduces one operation to its hashed key and outcome, by compare-and-set on its phase and time
+ * (a key prepared again meanwhile is live, not expired); true when it did.
+ */
+export async function reduceOperation(context: SqlContext, operation: OperationRecord, now: number): Promise<boolean> {
+  if (operation.reducedAt) return false;
+  const result = await context.sql(
+    `UPDATE operations SET idempotency_key = ?, input = '', preview = NULL, result = NULL, error = NULL,
+       result_kind = ?, reduced_at = ?
+     WHERE tenant_id = ? AND op_id = ? AND phase = ? AND updated_at = ? AND reduced_at IS NULL`,
+  ).run(
+    hashIdempotencyKey(operation.idempotencyKey),
+    operation.phase === "committed" ? resultKind(operation.result) : null,
+    now,
+    operation.tenantId,
+    operation.opId,
+    operation.phase,
+    operation.updatedAt,
+  );
+  return result.changes === 1;
+}
+
 async function reduceOperations(context: SqlContext, input: PruneBatchInput): Promise<number> {
   return context.transaction(async (tx) => {
     const rows = await oldest(tx, input, "*");
     let reduced = 0;
-    for (const operation of rows.map(toOperation)) {
-      // Compare-and-set on the phase and time: a key prepared again meanwhile is live, not expired.
-      const result = await tx.sql(
-        `UPDATE operations SET idempotency_key = ?, input = '', preview = NULL, result = NULL, error = NULL,
-           result_kind = ?, reduced_at = ?
-         WHERE tenant_id = ? AND op_id = ? AND phase = ? AND updated_at = ? AND reduced_at IS NULL`,
-      ).run(
-        hashIdempotencyKey(operation.idempotencyKey),
-        operation.phase === "committed" ? resultKind(operation.result) : null,
-        input.now,
-        operation.tenantId,
-        operation.opId,
-        operation.phase,
-        operation.updatedAt,
-      );
-      reduced += result.changes;
-    }
+    for (const operation of rows.map(toOperation)) if (await reduceOperation(tx, operation, input.now)) reduced++;
     return reduced;
   });
 }

@@ -27,6 +27,8 @@ import type {
   PrepareOperationInput,
   PruneBatchInput,
   RetentionLayer,
+  EraseThreadInput,
+  EraseThreadResult,
   PrepareOperationResult,
   PublishMessageInput,
   PublishMessageResult,
@@ -66,6 +68,7 @@ import { scanThreads } from "./snapshots.js";
 import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, listThreads, renameThread, saveTitle } from "./thread-queries.js";
 import { appendTrace, listTraces } from "./traces.js";
 import { countExpired, pruneExpired } from "./retention.js";
+import { eraseThread, listErasableThreads } from "./thread-erasure.js";
 
 /**
  * The `Store` over a driver. Each method runs its concern's function; a method that ran in one
@@ -282,6 +285,16 @@ export class SqlStore implements Store {
   async listOperations(tenantId: string, threadId: string, options: CallOptions = {}): Promise<OperationRecord[]> {
     options.signal?.throwIfAborted();
     return listOperations(this.#context, tenantId, threadId);
+  }
+
+  async eraseThread(input: EraseThreadInput, options: CallOptions = {}): Promise<EraseThreadResult> {
+    options.signal?.throwIfAborted();
+    return eraseThread(this.#context, input);
+  }
+
+  async listErasableThreads(tenantId: string, options: CallOptions = {}): Promise<string[]> {
+    options.signal?.throwIfAborted();
+    return listErasableThreads(this.#context, tenantId);
   }
 
   async countExpired(layer: RetentionLayer, before: number, options: CallOptions = {}): Promise<number> {
