@@ -4,6 +4,7 @@ import { addCheckCommand } from "./check-command.js";
 import { fail, messageOf } from "./fail.js";
 import { packageVersion } from "./package-version.js";
 import { addPruneCommand } from "./prune-command.js";
+import { addEraseCommand } from "./erase-command.js";
 import { addServeCommand } from "./serve-command.js";
 
 const program = new Command("tidemark")
@@ -14,6 +15,7 @@ const program = new Command("tidemark")
 addServeCommand(program);
 addCheckCommand(program);
 addPruneCommand(program);
+addEraseCommand(program);
 
 try {
   await program.parseAsync(process.argv);
