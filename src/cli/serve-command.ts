@@ -145,7 +145,7 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
     leaseMs: settings.leaseMs,
     shieldTimeoutMs: settings.shieldTimeoutMs,
     eventTtlMs: settings.eventTtlMs,
-    retention,
+    retention: { ...config?.retention, ...retention },
     pruneIntervalMs: settings.pruneIntervalMs,
     heartbeatMs: settings.heartbeatMs,
     webRoot: options.web === false ? undefined : options.web,

@@ -3,8 +3,10 @@ import type { Agent } from "../agents/define-agent.js";
 import type { Tool } from "../tools/tool.js";
 import { checkAgents } from "./check-agents.js";
 import type { TidemarkConfig } from "./define-config.js";
+import type { RetentionSettings } from "../core/index.js";
 
-const KEYS = new Set(["agents", "tools"]);
+const KEYS = new Set(["agents", "tools", "retention"]);
+const RETENTION_KEYS = new Set<string>(["traceTtlMs", "runDetailTtlMs", "fragmentTtlMs", "operationTtlMs"]);
 const EFFECTS = new Set(["none", "idempotent", "consequential"]);
 
 /**
@@ -15,15 +17,29 @@ const EFFECTS = new Set(["none", "idempotent", "consequential"]);
 export function checkConfig(exported: unknown): TidemarkConfig {
   if (!isObject(exported) || Array.isArray(exported)) throw invalid(`its default export is ${describe(exported)}, not { agents: [...] }`);
   const unknown = Object.keys(exported).find((key) => !KEYS.has(key));
-  if (unknown !== undefined) throw invalid(`"${unknown}" is not a config setting (a config holds agents and tools)`);
-  const { agents, tools } = exported as { agents?: unknown; tools?: unknown };
+  if (unknown !== undefined) throw invalid(`"${unknown}" is not a config setting (a config holds agents, tools and retention)`);
+  const { agents, tools, retention } = exported as { agents?: unknown; tools?: unknown; retention?: unknown };
   if (!Array.isArray(agents)) throw invalid(`agents must be an array of agents (defineAgent), not ${describe(agents)}`);
   agents.forEach((agent, index) => {
     if (!isObject(agent)) throw invalid(`agents[${index}] is ${describe(agent)}, not an agent (defineAgent)`);
   });
   checkAgents(agents as Agent[]);
   if (tools !== undefined) checkTools(tools);
-  return { agents: agents as Agent[], ...(tools === undefined ? {} : { tools: tools as Tool[] }) };
+  if (retention !== undefined) checkRetention(retention);
+  return {
+    agents: agents as Agent[],
+    ...(tools === undefined ? {} : { tools: tools as Tool[] }),
+    ...(retention === undefined ? {} : { retention: retention as Partial<RetentionSettings> }),
+  };
+}
+
+/** Retention: known layers only, each a number of milliseconds of at least 0 (or Infinity). */
+function checkRetention(retention: unknown): void {
+  if (!isObject(retention) || Array.isArray(retention)) throw invalid(`retention must be an object such as { traceTtlMs: 604800000 }, not ${describe(retention)}`);
+  for (const [key, value] of Object.entries(retention)) {
+    if (!RETENTION_KEYS.has(key)) throw invalid(`retention.${key} is not a retention setting (${[...RETENTION_KEYS].join(", ")})`);
+    if (typeof value !== "number" || Number.isNaN(value) || value < 0) throw invalid(`retention.${key} must be a number of milliseconds of at least 0, or Infinity`);
+  }
 }
 
 /** Tools as the runtime uses them: a name, a description, a zod input, an effect and its functions. */

@@ -14,6 +14,7 @@
  */
 import type { Agent } from "../agents/define-agent.js";
 import type { Tool } from "../tools/tool.js";
+import type { RetentionSettings } from "../core/index.js";
 
 /** What a config file exports by default. */
 export interface TidemarkConfig {
@@ -25,6 +26,11 @@ export interface TidemarkConfig {
   agents: readonly Agent[];
   /** Tools the model may call, added to the server's default tools (one with a default tool's name replaces it). */
   tools?: readonly Tool[];
+  /**
+   * How long each layer is kept, in milliseconds (`Infinity`: for ever); docs/data/lifetimes.md.
+   * A `TIDEMARK_*_TTL_MS` environment variable wins over the file.
+   */
+  retention?: Partial<RetentionSettings>;
 }
 
 /** Types a config file's default export (an identity function: it checks nothing at run time). */
