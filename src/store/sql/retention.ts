@@ -73,9 +73,10 @@ function oldest(context: SqlContext, input: PruneBatchInput, columns: string): P
 
 async function pruneTraces(context: SqlContext, input: PruneBatchInput): Promise<number> {
   return context.transaction(async (tx) => {
-    const rows = await oldest(tx, input, "trace_id");
-    for (const row of rows) await tx.sql("DELETE FROM traces WHERE trace_id = ?").run(row.trace_id);
-    return rows.length;
+    let deleted = 0;
+    // Counted by what was deleted: another process's prune may have taken a row first.
+    for (const row of await oldest(tx, input, "trace_id")) deleted += (await tx.sql("DELETE FROM traces WHERE trace_id = ?").run(row.trace_id)).changes;
+    return deleted;
   });
 }
 
