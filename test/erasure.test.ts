@@ -129,6 +129,15 @@ describe.each<HarnessStore>(["sqlite", "postgres"])("erasing a thread (%s)", (st
     expect(sends).toBe(2);
   });
 
+  it("two tabs erasing at once: one erases, both answer the same, the version moved once", async () => {
+    const threadId = await h.createThread();
+    const before = (await h.api(`/v1/threads/${threadId}`)).body.state_version as number;
+    const [first, second] = await Promise.all([1, 2].map(() => h.api(`/v1/threads/${threadId}?erase=true`, { method: "DELETE" })));
+    expect(first).toMatchObject({ status: 200, body: { status: "erased", state_version: before + 1 } });
+    expect(second).toMatchObject({ status: 200, body: first!.body });
+    await h.expectNoViolations();
+  });
+
   it("refuses while a run of the thread is going, and a parent whose branch reads through it; both erasable after", async () => {
     const store = h.tidemark.store;
     const threadId = await h.createThread();
