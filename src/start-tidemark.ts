@@ -1,6 +1,6 @@
 import type { Cluster } from "./runtime/cluster.js";
 import { createPgCluster } from "./store/postgres/cluster/index.js";
-import { ConfigurationError, defaultRedactor, redactLogger, type Clock, type RecoveryPolicy, type Redactor, type Timers } from "./core/index.js";
+import { ConfigurationError, defaultRedactor, redactLogger, type Clock, type RecoveryPolicy, type Redactor, type RetentionSettings, type Timers } from "./core/index.js";
 import { createPostgresStore } from "./store/postgres/index.js";
 import type { Store } from "./store/index.js";
 import type { Tool } from "./tools/index.js";
@@ -54,6 +54,10 @@ export interface TidemarkOptions {
    */
   redactor?: Redactor;
   eventTtlMs?: number;
+  /** How long each layer is kept (docs/data/lifetimes.md); the defaults for those left out. */
+  retention?: Partial<RetentionSettings>;
+  /** How often the pruner runs (default 10 minutes). */
+  pruneIntervalMs?: number;
   leaseMs?: number;
   heartbeatMs?: number;
   maxBacklogEvents?: number;
@@ -144,6 +148,8 @@ export async function startTidemark(options: TidemarkOptions = {}): Promise<Tide
     logger,
     redactor,
     eventTtlMs: options.eventTtlMs,
+    retention: options.retention,
+    pruneIntervalMs: options.pruneIntervalMs,
     leaseMs: options.leaseMs,
     recoveryPolicy: options.recoveryPolicy,
     disconnectGraceMs: options.disconnectGraceMs,

@@ -34,7 +34,7 @@ export type { Violation } from "./violation.js";
  */
 export function checkThread(snapshot: ThreadSnapshot, lineage: ThreadLineage = ownLineage(snapshot)): Violation[] {
   const find: FindCheckpoint = (checkpointId) => lineage.checkpoint(checkpointId);
-  const found: Located[] = [
+  const found: Located[] = snapshot.thread.status === "erased" ? checkErasedThread(snapshot) : [
     ...checkPublication(snapshot.messages, find),
     ...checkRollbacks(snapshot),
     ...checkOperations(snapshot.operations),
@@ -357,6 +357,28 @@ function checkToolOutcomes(orphanToolCalls: readonly string[]): Located[] {
     invariant: 7,
     detail: `tool call ${toolCallId} has no outcome in model context`,
   }));
+}
+
+/**
+ * An erased thread (docs/data/lifetimes.md) keeps only what the invariants need: its runs and
+ * their transitions (invariant 6), its operations reduced (invariant 2), no run that could still
+ * act (invariant 8), and its one `thread_erased` checkpoint at its version (invariant 5). Its
+ * messages, checkpoints and steps are gone by design, so invariants 1, 3, 4, 7 and 9 to 12 have
+ * nothing left to check.
+ */
+function checkErasedThread(snapshot: ThreadSnapshot): Located[] {
+  const { thread } = snapshot;
+  const found: Located[] = [...checkOperations(snapshot.operations), ...checkTransitions(snapshot.runs, snapshot.transitions)];
+  for (const run of snapshot.runs) {
+    if (!isTerminalStatus(run.status)) found.push({ invariant: 8, runId: run.runId, detail: `run ${run.runId} is ${run.status} on an erased thread` });
+  }
+  const [only, ...rest] = snapshot.checkpoints;
+  if (!only || rest.length > 0 || only.kind !== "thread_erased" || only.checkpointId !== thread.headCheckpointId || only.stateVersion !== thread.stateVersion) {
+    const kinds = snapshot.checkpoints.map((checkpoint) => `${checkpoint.kind} v${checkpoint.stateVersion}`).join(", ") || "none";
+    found.push({ invariant: 5, detail: `erased thread at v${thread.stateVersion} must keep exactly its thread_erased head checkpoint, but has ${kinds}` });
+  }
+  for (const message of snapshot.messages) found.push({ invariant: 1, messageId: message.messageId, detail: `erased thread still holds message ${message.messageId}` });
+  return found;
 }
 
 /**

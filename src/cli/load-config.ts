@@ -5,6 +5,7 @@
  * `.ts` file is loaded with tsx's ESM API. A file that cannot be used is a `ConfigurationError`
  * whose one-line message names the file and the problem.
  */
+import type { RetentionSettings } from "../core/index.js";
 import { statSync } from "node:fs";
 import { extname, isAbsolute, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -28,6 +29,8 @@ export interface LoadedConfig {
   tools: Tool[];
   /** The config's redactor, used instead of the `TIDEMARK_REDACT` settings' one. */
   redactor?: Redactor;
+  /** The retention the file sets (docs/data/lifetimes.md); the environment's settings win over it. */
+  retention: Partial<RetentionSettings>;
 }
 
 /** Where the file was named: `--config` or `TIDEMARK_CONFIG`; none when it was found in `cwd`. */
@@ -54,7 +57,13 @@ export async function loadConfig(request: ConfigRequest): Promise<LoadedConfig |
   if (exported === undefined) throw refuse("it has no default export: write export default { agents: [...] }");
   try {
     const config = checkConfig(exported);
-    return { file, agents: [...config.agents], tools: [...(config.tools ?? [])], ...(config.redactor ? { redactor: config.redactor } : {}) };
+    return {
+      file,
+      agents: [...config.agents],
+      tools: [...(config.tools ?? [])],
+      retention: { ...config.retention },
+      ...(config.redactor ? { redactor: config.redactor } : {}),
+    };
   } catch (error) {
     if (ConfigurationError.isInstance(error) || AgentDefinitionError.isInstance(error)) throw refuse(error.message, error);
     throw error;

@@ -3,6 +3,8 @@ import { Command, CommanderError } from "commander";
 import { addCheckCommand } from "./check-command.js";
 import { fail, messageOf } from "./fail.js";
 import { packageVersion } from "./package-version.js";
+import { addPruneCommand } from "./prune-command.js";
+import { addEraseCommand } from "./erase-command.js";
 import { addServeCommand } from "./serve-command.js";
 
 const program = new Command("tidemark")
@@ -12,6 +14,8 @@ const program = new Command("tidemark")
   .exitOverride();
 addServeCommand(program);
 addCheckCommand(program);
+addPruneCommand(program);
+addEraseCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -12,6 +12,8 @@ import { createDemoTools } from "../tools/demo-tools.js";
 import type { Tool } from "../tools/tool.js";
 import { environmentNumber, isPostgresUrl, wholeNumber } from "./cli-arguments.js";
 import { fail, messageOf } from "./fail.js";
+import { retentionFromEnvironment } from "./retention-settings.js";
+import type { RetentionSettings } from "../core/index.js";
 import { CONFIG_FILE_NAMES, loadConfig, type LoadedConfig } from "./load-config.js";
 import { redactorFromEnvironment } from "./redaction-settings.js";
 
@@ -59,6 +61,7 @@ function numericSettings(env: NodeJS.ProcessEnv) {
     leaseMs: read("TIDEMARK_LEASE_MS"),
     shieldTimeoutMs: read("TIDEMARK_SHIELD_TIMEOUT_MS"),
     eventTtlMs: read("TIDEMARK_EVENT_TTL_MS"),
+    pruneIntervalMs: read("TIDEMARK_PRUNE_INTERVAL_MS"),
     heartbeatMs: read("TIDEMARK_HEARTBEAT_MS"),
     sendDelayMs: read("TIDEMARK_DEMO_SEND_DELAY_MS"),
     searchDelayMs: read("TIDEMARK_DEMO_SEARCH_DELAY_MS"),
@@ -96,8 +99,10 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
   let model: ChatModel;
   let config: LoadedConfig | undefined;
   let redactor: Redactor;
+  let retention: Partial<RetentionSettings>;
   try {
     settings = numericSettings(process.env);
+    retention = retentionFromEnvironment(process.env);
     apiKeys = parseApiKeys(process.env.TIDEMARK_API_KEYS);
     const settingsRedactor = redactorFromEnvironment(process.env);
     // The logger is made once the redactor is known (below); the model warns only while serving.
@@ -149,6 +154,8 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
     leaseMs: settings.leaseMs,
     shieldTimeoutMs: settings.shieldTimeoutMs,
     eventTtlMs: settings.eventTtlMs,
+    retention: { ...config?.retention, ...retention },
+    pruneIntervalMs: settings.pruneIntervalMs,
     heartbeatMs: settings.heartbeatMs,
     webRoot: options.web === false ? undefined : options.web,
     ...limitSettings(settings),

@@ -161,6 +161,10 @@ export interface OperationView {
   commit_attempts: number;
   created_at: string;
   updated_at: string;
+  /** Set once the row outlived its retention: the key is then its sha256, and input, preview, result and error are gone. */
+  reduced_at: string | null;
+  /** A reduced committed operation's result type, in place of the result. */
+  result_kind: string | null;
 }
 
 /** What history tells a client it may offer beside the messages. */

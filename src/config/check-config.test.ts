@@ -17,6 +17,7 @@ describe("checkConfig", () => {
     expect(checkConfig({ agents: [], tools: [lookup] })).toEqual({ agents: [], tools: [lookup] });
     const redactor = (text: string) => text.replace(/\d/g, "#");
     expect(checkConfig({ agents: [], redactor })).toEqual({ agents: [], redactor });
+    expect(checkConfig({ agents: [], retention: { traceTtlMs: 1_000, fragmentTtlMs: Infinity } })).toEqual({ agents: [], retention: { traceTtlMs: 1_000, fragmentTtlMs: Infinity } });
   });
 
   it.each([
@@ -25,8 +26,11 @@ describe("checkConfig", () => {
     ["no agents", {}, "agents must be an array of agents (defineAgent), not undefined"],
     ["agents that are not an array", { agents: agent("a") }, "agents must be an array of agents (defineAgent), not an object"],
     ["an agent that is not an object (a wrong import)", { agents: [agent("a"), undefined] }, "agents[1] is undefined, not an agent (defineAgent)"],
-    ["a setting it does not know", { agents: [], agent: [] }, "\"agent\" is not a config setting (a config holds agents, tools and a redactor)"],
+    ["a setting it does not know", { agents: [], agent: [] }, "\"agent\" is not a config setting (a config holds agents, tools, a redactor and retention)"],
     ["a redactor that is not a function", { agents: [], redactor: "default" }, "redactor must be a function (text) => text, not a string"],
+    ["retention that is not an object", { agents: [], retention: 5 }, "retention must be an object such as { traceTtlMs: 604800000 }, not a number"],
+    ["a retention layer it does not know", { agents: [], retention: { eventTtlMs: 1 } }, "retention.eventTtlMs is not a retention setting (traceTtlMs, runDetailTtlMs, fragmentTtlMs, operationTtlMs)"],
+    ["a negative retention", { agents: [], retention: { traceTtlMs: -1 } }, "retention.traceTtlMs must be a number of milliseconds of at least 0, or Infinity"],
     ["tools that are not an array", { agents: [], tools: readTool("t") }, "tools must be an array of tools (defineTool), not an object"],
     ["a tool without a name", { agents: [], tools: [{ description: "x" }] }, "tools[0] has no name"],
     ["a tool without a zod input", { agents: [], tools: [{ ...readTool("t"), input: {} }] }, "tool \"t\": input must be a zod schema"],

@@ -1,10 +1,11 @@
-import { ConfigurationError, type Redactor } from "../core/index.js";
+import { ConfigurationError, type Redactor, type RetentionSettings } from "../core/index.js";
 import type { Agent } from "../agents/define-agent.js";
 import type { Tool } from "../tools/tool.js";
 import { checkAgents } from "./check-agents.js";
 import type { TidemarkConfig } from "./define-config.js";
 
-const KEYS = new Set(["agents", "tools", "redactor"]);
+const KEYS = new Set(["agents", "tools", "redactor", "retention"]);
+const RETENTION_KEYS = new Set<string>(["traceTtlMs", "runDetailTtlMs", "fragmentTtlMs", "operationTtlMs"]);
 const EFFECTS = new Set(["none", "idempotent", "consequential"]);
 
 /**
@@ -15,8 +16,8 @@ const EFFECTS = new Set(["none", "idempotent", "consequential"]);
 export function checkConfig(exported: unknown): TidemarkConfig {
   if (!isObject(exported) || Array.isArray(exported)) throw invalid(`its default export is ${describe(exported)}, not { agents: [...] }`);
   const unknown = Object.keys(exported).find((key) => !KEYS.has(key));
-  if (unknown !== undefined) throw invalid(`"${unknown}" is not a config setting (a config holds agents, tools and a redactor)`);
-  const { agents, tools, redactor } = exported as { agents?: unknown; tools?: unknown; redactor?: unknown };
+  if (unknown !== undefined) throw invalid(`"${unknown}" is not a config setting (a config holds agents, tools, a redactor and retention)`);
+  const { agents, tools, redactor, retention } = exported as { agents?: unknown; tools?: unknown; redactor?: unknown; retention?: unknown };
   if (!Array.isArray(agents)) throw invalid(`agents must be an array of agents (defineAgent), not ${describe(agents)}`);
   agents.forEach((agent, index) => {
     if (!isObject(agent)) throw invalid(`agents[${index}] is ${describe(agent)}, not an agent (defineAgent)`);
@@ -24,11 +25,22 @@ export function checkConfig(exported: unknown): TidemarkConfig {
   checkAgents(agents as Agent[]);
   if (tools !== undefined) checkTools(tools);
   if (redactor !== undefined && typeof redactor !== "function") throw invalid(`redactor must be a function (text) => text, not ${describe(redactor)}`);
+  if (retention !== undefined) checkRetention(retention);
   return {
     agents: agents as Agent[],
     ...(tools === undefined ? {} : { tools: tools as Tool[] }),
     ...(redactor === undefined ? {} : { redactor: redactor as Redactor }),
+    ...(retention === undefined ? {} : { retention: retention as Partial<RetentionSettings> }),
   };
+}
+
+/** Retention: known layers only, each a number of milliseconds of at least 0 (or Infinity). */
+function checkRetention(retention: unknown): void {
+  if (!isObject(retention) || Array.isArray(retention)) throw invalid(`retention must be an object such as { traceTtlMs: 604800000 }, not ${describe(retention)}`);
+  for (const [key, value] of Object.entries(retention)) {
+    if (!RETENTION_KEYS.has(key)) throw invalid(`retention.${key} is not a retention setting (${[...RETENTION_KEYS].join(", ")})`);
+    if (typeof value !== "number" || Number.isNaN(value) || value < 0) throw invalid(`retention.${key} must be a number of milliseconds of at least 0, or Infinity`);
+  }
 }
 
 /** Tools as the runtime uses them: a name, a description, a zod input, an effect and its functions. */

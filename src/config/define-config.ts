@@ -15,6 +15,7 @@
 import type { Agent } from "../agents/define-agent.js";
 import type { Tool } from "../tools/tool.js";
 import type { Redactor } from "../core/redactor.js";
+import type { RetentionSettings } from "../core/index.js";
 
 /** What a config file exports by default. */
 export interface TidemarkConfig {
@@ -32,6 +33,11 @@ export interface TidemarkConfig {
    * e.g. `(text) => defaultRedactor(text).replace(/\b\d{3}-\d{2}-\d{4}\b/g, "[ssn]")`.
    */
   redactor?: Redactor;
+  /**
+   * How long each layer is kept, in milliseconds (`Infinity`: for ever); docs/data/lifetimes.md.
+   * A `TIDEMARK_*_TTL_MS` environment variable wins over the file.
+   */
+  retention?: Partial<RetentionSettings>;
 }
 
 /** Types a config file's default export (an identity function: it checks nothing at run time). */

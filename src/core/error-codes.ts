@@ -13,6 +13,10 @@ export const ERROR_CODES = {
   thread_not_found: { status: 404, meaning: "No such thread for this tenant." },
   run_not_found: { status: 404, meaning: "No such run for this tenant." },
   run_in_progress: { status: 409, meaning: "The thread already has an active run." },
+  thread_has_branches: {
+    status: 409,
+    meaning: "The thread has branches that read its history through it; erase them first (`branch_ids`).",
+  },
   state_version_conflict: {
     status: 409,
     meaning: "expected_state_version is not the thread's current version; reload or fork.",
@@ -44,6 +48,10 @@ export const ERROR_CODES = {
     meaning: "A message came after the run's input, or another run is active: history builds on the run, so it can no longer be rolled back.",
   },
   stream_expired: { status: 410, meaning: "The run's event buffer is gone; read the thread's history." },
+  run_detail_expired: {
+    status: 410,
+    meaning: "The finished run's execution detail (its steps) outlived its retention; its status and stats stay (GET /v1/runs/{id}), its messages in the thread's history.",
+  },
   fragment_out_of_range: {
     status: 422,
     meaning: "last_seq is outside the run's stream, or no delta of the message was streamed at or before it.",

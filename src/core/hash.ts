@@ -16,3 +16,14 @@ export function stableStringify(value: unknown): string {
   }
   return JSON.stringify(value) ?? "null";
 }
+
+/** The prefix of a reduced operation's key: `sha256:` and the key's hash, never a key a tool names. */
+export const HASHED_KEY_PREFIX = "sha256:";
+
+/**
+ * What an operation past its retention keeps of its idempotency key: enough to recognise a retry
+ * of the same business action, not the key's text (which may name a customer or a document).
+ */
+export function hashIdempotencyKey(key: string): string {
+  return `${HASHED_KEY_PREFIX}${createHash("sha256").update(key).digest("hex")}`;
+}

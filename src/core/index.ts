@@ -23,3 +23,4 @@ export * from "./step-status-at-run-end.js";
 export * from "./usable-for-execution.js";
 export * from "./redactor.js";
 export * from "./redacting-logger.js";
+export * from "./retention.js";

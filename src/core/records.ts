@@ -52,7 +52,8 @@ export function addStats(a: UsageStats, b: Partial<UsageStats>): UsageStats {
 export interface ThreadRecord {
   tenantId: string;
   threadId: string;
-  status: "active" | "deleted";
+  /** `erased`: its text is gone (docs/data/lifetimes.md); like `deleted`, it answers 404. */
+  status: "active" | "deleted" | "erased";
   stateVersion: number;
   headCheckpointId: string;
   activeRunId: string | null;
@@ -146,7 +147,12 @@ export type CheckpointKind =
    */
   | "run_rolled_back"
   /** A branch's first checkpoint; its parent is the fork checkpoint, in the parent's lineage. */
-  | "fork_created";
+  | "fork_created"
+  /**
+   * The thread was erased (docs/data/lifetimes.md): its only checkpoint afterwards, one version
+   * past the last; every other checkpoint, message and step of it is gone.
+   */
+  | "thread_erased";
 
 /** How a continuation from a checkpoint treats the work it names (DESIGN §5). */
 export type ResumePolicy = "regenerate_pending_step" | "reuse_tool_result" | "confirm_operation_first";
@@ -258,6 +264,11 @@ export interface RunRecord {
   createdAt: number;
   startedAt: number | null;
   endedAt: number | null;
+  /**
+   * When the finished run's execution detail (its steps, instructions and config) expired; its
+   * status, stats and transitions stay. Absent or null: all of it is kept.
+   */
+  detailExpiredAt?: number | null;
 }
 
 /** Where a step of a run is in its life (DESIGN §11); `completed`, `failed` and `cancelled` are terminal. */
@@ -351,4 +362,12 @@ export interface OperationRecord {
   commitAttempts: number;
   createdAt: number;
   updatedAt: number;
+  /**
+   * When the row was reduced past its retention (docs/data/lifetimes.md): its key is then the
+   * key's hash ({@link hashIdempotencyKey}), its input, preview, result and error are gone, and
+   * only its phase and {@link resultKind} say what happened. Absent or null: the full row.
+   */
+  reducedAt?: number | null;
+  /** A reduced committed operation's result type (`object`, `string`, `null`, …), in place of the result. */
+  resultKind?: string | null;
 }

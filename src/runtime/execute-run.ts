@@ -331,7 +331,7 @@ function outcomeFromLedger(operations: readonly OperationRecord[]): (call: Messa
     const operation = byCall.get(call.toolCallId);
     switch (operation?.phase) {
       case "committed":
-        return `[committed before the stop] ${JSON.stringify(operation.result)}`;
+        return operation.reducedAt ? "[committed before the stop] (its result is no longer kept)" : `[committed before the stop] ${JSON.stringify(operation.result)}`;
       case "outcome_unknown":
       case "committing":
         return `[outcome unknown] ${call.toolName} was handed to the external system, but its result was not recorded. Do not repeat it until it is confirmed.`;

@@ -26,3 +26,4 @@ export type { TraceCarrier } from "./tracing.js";
 export { ModelError, parseRetryAfter, type ModelErrorKind } from "../core/model-error.js";
 export { buildModelContext, findOrphanToolCalls, CANCELLED_BEFORE_EXECUTION, FRAGMENT_LABEL, OBJECT_FRAGMENT_LABEL, type ModelContextOptions } from "./model-context.js";
 export type { ToolCall, FinishReason, ModelToolDefinition } from "../core/model.js";
+export { RetentionPruner, DEFAULT_PRUNE_BATCH_SIZE, DEFAULT_PRUNE_INTERVAL_MS, type PruneCounts, type RetentionPrunerOptions } from "./retention-pruner.js";

@@ -1,10 +1,25 @@
 import { DEFAULT_RUN_LIMITS, type RunLimits } from "./run-limits.js";
 import { StreamSlots } from "./stream-slots.js";
-import { ConfigurationError, createId, defaultRedactor, redactLogger, systemClock, systemTimers, type Clock, type Redactor, type TimerHandle, type Timers, type RecoveryPolicy, type RunRecord, type ThreadRecord } from "../core/index.js";
+import {
+  ConfigurationError,
+  createId,
+  defaultRedactor,
+  redactLogger,
+  systemClock,
+  systemTimers,
+  type Clock,
+  type Redactor,
+  type RetentionSettings,
+  type TimerHandle,
+  type Timers,
+  type RecoveryPolicy,
+  type RunRecord,
+  type ThreadRecord,
+} from "../core/index.js";
 import { runKey } from "./run-key.js";
 import type { LiveOutput } from "./live-output.js";
 import type { Cluster } from "./cluster.js";
-import type { DeleteMessageResult, ForkThreadResult, Store } from "../store/index.js";
+import type { DeleteMessageResult, EraseThreadResult, ForkThreadResult, Store } from "../store/index.js";
 import { EventHub, type RunEventBuffer } from "../stream/index.js";
 import type { Tool } from "../tools/tool.js";
 import { z } from "zod";
@@ -27,6 +42,7 @@ import { recoverRun } from "./recover-run.js";
 import type { RuntimeObserver } from "./runtime-observer.js";
 import { RunJournal } from "./run-journal.js";
 import { RunScheduler } from "./run-scheduler.js";
+import { RetentionPruner, type PruneCounts } from "./retention-pruner.js";
 import { saveTitle } from "./save-title.js";
 import { startRun, type StartRunContext, type StartRunRequest } from "./start-run.js";
 import { rollBackRun, type RollbackOutcome, type RollbackRequest } from "./roll-back-run.js";
@@ -88,6 +104,12 @@ export interface RuntimeOptions {
   shieldTimeoutMs?: number;
   /** What one tenant may hold at once (runs, input length, event streams); defaults in {@link DEFAULT_RUN_LIMITS}. */
   limits?: Partial<RunLimits>;
+  /**
+   * How long each layer is kept (docs/data/lifetimes.md); defaults in {@link DEFAULT_RETENTION}.
+   * A process that executes runs prunes what expired every `pruneIntervalMs` (default 10 minutes).
+   */
+  retention?: Partial<RetentionSettings>;
+  pruneIntervalMs?: number;
 }
 
 /**
@@ -125,6 +147,8 @@ export class Runtime {
   readonly #edits: ThreadEditsContext;
   readonly #timerSource: Timers;
   readonly #liveOutputs = new Map<string, LiveOutput>();
+  /** Expires each layer past its retention; absent in an API-only process (the workers prune). */
+  readonly #pruner: RetentionPruner | undefined;
   #timers: TimerHandle[] = [];
   #isRecovering = false;
 
@@ -228,6 +252,10 @@ export class Runtime {
       confirmUnknownOperations: (tenantId, threadId) => confirmUnknownOperations(this.#confirmations, tenantId, threadId),
     };
     this.#edits = { store, clock, openEvents: (tenantId, run, afterSeq) => journal.openEvents(tenantId, run, afterSeq) };
+    this.#pruner =
+      this.#role === "api"
+        ? undefined
+        : new RetentionPruner({ store, clock, timers, logger, settings: options.retention, intervalMs: options.pruneIntervalMs });
     this.#worker =
       cluster && this.#role !== "api"
         ? new ClusterWorker({
@@ -277,6 +305,11 @@ export class Runtime {
     };
   }
 
+  /** Prunes what expired now (as the background pruner does); undefined in an API-only process. */
+  pruneExpired(): Promise<PruneCounts> | undefined {
+    return this.#pruner?.pruneOnce();
+  }
+
   /** Runs being executed by this process. */
   get activeRunCount(): number {
     return this.#scheduler.active.size;
@@ -304,6 +337,7 @@ export class Runtime {
     const sweep = this.#timerSource.setInterval(() => runInBackground(this.#logger, "recovery", () => this.recover()), Math.max(50, this.#leaseMs / 2));
     this.#timers = [sweep];
     if (this.#worker) this.#timers.push(...this.#worker.start());
+    this.#pruner?.start();
     await this.recover();
     this.#worker?.claimSoon();
   }
@@ -364,6 +398,16 @@ export class Runtime {
   /** TERMINATE: deletes the thread and cancels every run of it, atomically; undefined if not found. */
   terminateThread(tenantId: string, threadId: string): Promise<{ cancelledRunIds: string[] } | undefined> {
     return terminateThread(this.#cancel, tenantId, threadId);
+  }
+
+  /**
+   * Erases a thread (docs/data/lifetimes.md): its text leaves the store in one transaction, and
+   * this process's event buffers of its runs go with it. A second erase answers `already_erased`.
+   */
+  async eraseThread(tenantId: string, threadId: string): Promise<EraseThreadResult> {
+    const result = await this.store.eraseThread({ tenantId, threadId, checkpointId: createId("cp"), now: this.#clock.now() });
+    if (result.kind === "erased") for (const runId of result.runIds) this.hub.drop(tenantId, runId);
+    return result;
   }
 
   /**
@@ -452,6 +496,8 @@ export class Runtime {
    */
   async close(): Promise<void> {
     for (const timer of this.#timers) this.#timerSource.clear(timer);
+    // A prune under way ends after its current batch.
+    await this.#pruner?.stop();
     // The leases are renewed while the runs drain, and let go of if they cannot be.
     const wasExecuting = await this.#scheduler.drain().finally(() => this.#leases.stop());
     // The runs handed back are queued again: the other workers take them now, not at their next poll.

@@ -106,7 +106,7 @@ async function runConsequential(
   });
   if (prepared.kind === "committed") {
     // The same business action was already done: its stored result, never a second call.
-    return publishResult(execution, stepId, call, stringify(prepared.operation.result), false, true);
+    return publishResult(execution, stepId, call, reusedResult(tool.name, prepared.operation), false, true);
   }
   if (prepared.kind === "refused") {
     signal.throwIfAborted();
@@ -237,6 +237,12 @@ async function publishResult(
   });
   execution.activeSteps.delete(stepId);
   return { outcome: { content, isError }, checkpointId: published.checkpoint.checkpointId };
+}
+
+/** A committed operation's result for a repeat; a reduced row kept only its outcome (docs/data/lifetimes.md). */
+function reusedResult(toolName: string, operation: OperationRecord): string {
+  if (!operation.reducedAt) return stringify(operation.result);
+  return `${toolName} was already done for this action (committed); its result is no longer kept, so it was not called again.`;
 }
 
 function parseJson(text: string): unknown {

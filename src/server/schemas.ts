@@ -281,6 +281,8 @@ export const OperationSchema = z
     commit_attempts: z.number().int(),
     created_at: z.string(),
     updated_at: z.string(),
+    reduced_at: z.string().nullable().openapi({ description: "Set once the row outlived its retention: the key is then its sha256, and input, preview, result and error are gone." }),
+    result_kind: z.string().nullable().openapi({ description: "A reduced committed operation's result type, in place of the result." }),
   })
   .openapi("Operation");
 

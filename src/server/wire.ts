@@ -134,6 +134,9 @@ export function operationView(operation: OperationRecord) {
     commit_attempts: operation.commitAttempts,
     created_at: iso(operation.createdAt)!,
     updated_at: iso(operation.updatedAt)!,
+    // Past its retention the row keeps a hashed key and its outcome only (docs/data/lifetimes.md).
+    reduced_at: iso(operation.reducedAt ?? null),
+    result_kind: operation.resultKind ?? null,
   };
 }
 

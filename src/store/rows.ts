@@ -125,6 +125,7 @@ export function toRun(row: Row): RunRecord {
     createdAt: num(row.created_at),
     startedAt: numOrNull(row.started_at),
     endedAt: numOrNull(row.ended_at),
+    detailExpiredAt: numOrNull(row.detail_pruned_at),
   };
 }
 
@@ -190,5 +191,7 @@ export function toOperation(row: Row): OperationRecord {
     commitAttempts: num(row.commit_attempts),
     createdAt: num(row.created_at),
     updatedAt: num(row.updated_at),
+    reducedAt: numOrNull(row.reduced_at),
+    resultKind: strOrNull(row.result_kind),
   };
 }

@@ -16,6 +16,7 @@ import type {
   OperationRecord,
   PendingStep,
   RecoveryPolicy,
+  RetentionLayer,
   RunInput,
   RunRecord,
   RunStatus,
@@ -529,6 +530,50 @@ export type RollbackRunResult =
   /** A visible message came after the run's input (its own or another's): history built on it. */
   | { kind: "thread_moved_on"; run: RunRecord; thread: ThreadRecord };
 
+/** One batch of {@link Store.pruneExpired}. */
+export interface PruneBatchInput {
+  layer: RetentionLayer;
+  /** Rows older than this time have expired (a trace's time, a run's end, a fragment's save, an operation's last change). */
+  before: number;
+  /** At most this many rows. */
+  limit: number;
+  /** A new id for each checkpoint an expiring fragment writes (it leaves its thread as a delete would). */
+  createCheckpointId: () => string;
+  now: number;
+}
+
+export type { RetentionLayer };
+
+export interface EraseThreadInput {
+  tenantId: string;
+  threadId: string;
+  /** The `thread_erased` checkpoint (a transition: version + 1), the thread's only one afterwards. */
+  checkpointId: string;
+  now: number;
+}
+
+/** What an erasure removed, by kind of row (operations: reduced, not removed). */
+export interface ErasedCounts {
+  messages: number;
+  checkpoints: number;
+  steps: number;
+  traces: number;
+  events: number;
+  operations: number;
+}
+
+export type EraseThreadResult =
+  /** Erased now: `runIds` are its runs (their in-memory event buffers go too). */
+  | { kind: "erased"; thread: ThreadRecord; runIds: string[]; erased: ErasedCounts }
+  /** Erased before: the same outcome, nothing written. */
+  | { kind: "already_erased"; thread: ThreadRecord }
+  /** Unknown or foreign. */
+  | { kind: "thread_not_found" }
+  /** A run of the thread has not ended: stop it (or terminate the thread) first. */
+  | { kind: "run_in_progress"; runs: RunRecord[] }
+  /** Branches read their shared prefix through this thread: erase them first. */
+  | { kind: "has_branches"; branchIds: string[] };
+
 /** The durable store behind threads, runs, checkpoints and traces. */
 export interface Store {
   createThread(input: CreateThreadInput, options?: CallOptions): Promise<ThreadRecord>;
@@ -651,6 +696,24 @@ export interface Store {
   getOperation(tenantId: string, opId: string, options?: CallOptions): Promise<OperationRecord | undefined>;
   /** The thread's operations, oldest first; a branch also sees those of the runs in its shared prefix. */
   listOperations(tenantId: string, threadId: string, options?: CallOptions): Promise<OperationRecord[]>;
+
+  /**
+   * Erases a thread (active or deleted) in one transaction: its messages, checkpoints, steps,
+   * traces and events are deleted, its runs keep only statuses, stats and transitions, its
+   * operations are reduced; the thread row stays `erased` with a `thread_erased` checkpoint.
+   */
+  eraseThread(input: EraseThreadInput, options?: CallOptions): Promise<EraseThreadResult>;
+  /** System-level: a tenant's thread ids not erased yet, each branch before its parent. */
+  listErasableThreads(tenantId: string, options?: CallOptions): Promise<string[]>;
+
+  /** System-level: how many rows of `layer` expired before `before` and are not pruned yet (a dry run's count). */
+  countExpired(layer: RetentionLayer, before: number, options?: CallOptions): Promise<number>;
+  /**
+   * System-level: prunes up to `limit` of the oldest expired rows of one layer, in short
+   * transactions; how many it pruned (fewer than `limit`: none left, or some wait for a later
+   * batch, e.g. a fragment on a thread whose run is active).
+   */
+  pruneExpired(input: PruneBatchInput, options?: CallOptions): Promise<number>;
 
   appendTrace(trace: TraceRecord, options?: CallOptions): Promise<void>;
   listTraces(tenantId: string, runId: string, options?: CallOptions): Promise<TraceRecord[]>;

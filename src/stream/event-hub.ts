@@ -61,6 +61,11 @@ export class EventHub {
     this.#pending.add(timer);
   }
 
+  /** Drops a run's buffer now (its run's thread was erased); its expiry timer then finds nothing. */
+  drop(tenantId: string, runId: string): void {
+    this.#buffers.delete(EventHub.#key(tenantId, runId));
+  }
+
   /** Drops every buffer and timer. */
   clear(): void {
     for (const timer of this.#pending) this.#timers.clear(timer);

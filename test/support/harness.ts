@@ -13,6 +13,8 @@ export interface Harness {
   tidemark: Tidemark;
   url: string;
   dbPath: string;
+  /** The PostgreSQL schema a `postgres` harness serves from; undefined for SQLite. */
+  schema?: string;
   api(path: string, init?: RequestInit & { json?: unknown; key?: string }): Promise<{ status: number; body: any; headers: Headers }>;
   createThread(key?: string): Promise<string>;
   startRun(threadId: string, content?: string, extra?: Record<string, unknown>): Promise<any>;
@@ -91,6 +93,7 @@ export async function startHarness(
     tidemark,
     url,
     dbPath,
+    schema,
     api,
     async createThread(key) {
       const { status, body } = await api("/v1/threads", { method: "POST", json: {}, key });

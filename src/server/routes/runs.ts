@@ -84,7 +84,7 @@ const getSteps = createRoute({
   tags: ["runs"],
   summary: "The run's steps and their statuses (DESIGN §11); live changes arrive as step.updated events",
   request: { params: RunIdParam },
-  responses: { 200: { description: "The steps in the order they were planned", content: json(RunStepsResponse) }, ...errorResponses(401, 404) },
+  responses: { 200: { description: "The steps in the order they were planned", content: json(RunStepsResponse) }, ...errorResponses(401, 404, 410) },
 });
 
 /** The headers of an events stream (as `streamRunEvents` writes them), for a HEAD request. */
@@ -142,6 +142,12 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, me
   app.openapi(getSteps, async function getStepsHandler(c) {
     const tenantId = c.get("tenantId");
     const run = await requireRun(tenantId, c.req.valid("param").run_id);
+    // Expired detail answers as gone, never as an empty plan (docs/data/lifetimes.md).
+    if (run.detailExpiredAt) {
+      throw new TidemarkError("run_detail_expired", "This run's steps are no longer kept; its status is at the run's address, its messages in the thread's history.", {
+        details: { history_url: historyUrl(run.threadId), run_status: run.status },
+      });
+    }
     const steps = await runtime.store.listRunSteps(tenantId, run.runId);
     return c.json({ run_id: run.runId, status: run.status, steps: steps.map(stepView) }, 200);
   });

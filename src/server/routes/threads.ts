@@ -68,14 +68,27 @@ const deleteThread = createRoute({
   path: "/v1/threads/{thread_id}",
   operationId: "deleteThread",
   tags: ["threads"],
-  summary: "Terminate a thread: cancel every run of it and delete it",
-  request: { params: ThreadIdParam },
+  summary: "Terminate a thread: cancel every run of it and delete it; with ?erase=true, erase its text (docs/data/lifetimes.md)",
+  request: {
+    params: ThreadIdParam,
+    query: z.object({
+      erase: z
+        .enum(["true", "false"])
+        .optional()
+        .openapi({ description: "Erase the thread (a terminated one too): its messages, checkpoints, fragments, traces, events and tool inputs and results go; its runs must have ended." }),
+    }),
+  },
   responses: {
     200: {
-      description: "Deleted",
-      content: json(z.object({ thread_id: z.string(), status: z.literal("deleted"), cancelled_run_ids: z.array(z.string()) })),
+      description: "Deleted; or erased (a repeat answers the same)",
+      content: json(
+        z.union([
+          z.object({ thread_id: z.string(), status: z.literal("deleted"), cancelled_run_ids: z.array(z.string()) }),
+          z.object({ thread_id: z.string(), status: z.literal("erased"), state_version: z.number().int(), erased_at: z.string() }),
+        ]),
+      ),
     },
-    ...errorResponses(401, 404),
+    ...errorResponses(400, 401, 404, 409),
   },
 });
 
@@ -167,6 +180,25 @@ export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime)
 
   app.openapi(deleteThread, async function deleteThreadHandler(c) {
     const { thread_id } = c.req.valid("param");
+    if (c.req.valid("query").erase === "true") {
+      const erased = await runtime.eraseThread(c.get("tenantId"), thread_id);
+      switch (erased.kind) {
+        case "thread_not_found":
+          throw new TidemarkError("thread_not_found", "No such thread.");
+        case "run_in_progress":
+          throw new TidemarkError("run_in_progress", "A run of this thread has not ended: stop it (or DELETE the thread without erase, which stops every run), then erase.", {
+            details: { active_run_ids: erased.runs.map((run) => run.runId) },
+          });
+        case "has_branches":
+          throw new TidemarkError("thread_has_branches", "Branches of this thread read its history through it; erase them first.", {
+            details: { branch_ids: erased.branchIds },
+          });
+        default: {
+          const { thread } = erased;
+          return c.json({ thread_id, status: "erased" as const, state_version: thread.stateVersion, erased_at: new Date(thread.updatedAt).toISOString() }, 200);
+        }
+      }
+    }
     const result = await runtime.terminateThread(c.get("tenantId"), thread_id);
     if (!result) throw new TidemarkError("thread_not_found", "No such thread.");
     return c.json({ thread_id, status: "deleted" as const, cancelled_run_ids: result.cancelledRunIds }, 200);

@@ -17,6 +17,7 @@ const POSTGRES_DIALECT: SqlDialect = {
   forUpdateSkipLocked: " FOR UPDATE SKIP LOCKED",
   insertionOrder: "seq",
   throughIndex: () => "",
+  eventLogTable: "run_events",
 };
 
 /** Statement texts → names, so each connection parses a statement once (`?` → `$n` done once too). */

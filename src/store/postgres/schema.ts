@@ -244,4 +244,20 @@ export const PG_MIGRATIONS: readonly { version: number; name: string; sql: strin
       ALTER TABLE messages ADD COLUMN IF NOT EXISTS format TEXT NOT NULL DEFAULT 'text';
     `,
   },
+  {
+    version: 9,
+    name: "retention per layer",
+    sql: `
+      -- An operation past its retention keeps a hashed key and its outcome only (docs/data/lifetimes.md).
+      ALTER TABLE operations ADD COLUMN IF NOT EXISTS reduced_at BIGINT;
+      ALTER TABLE operations ADD COLUMN IF NOT EXISTS result_kind TEXT;
+      -- A finished run whose execution detail (steps, instructions, config) expired.
+      ALTER TABLE runs ADD COLUMN IF NOT EXISTS detail_pruned_at BIGINT;
+      -- What the pruner walks, oldest first, without a scan of every row of the table.
+      CREATE INDEX IF NOT EXISTS traces_by_time ON traces (at);
+      CREATE INDEX IF NOT EXISTS operations_reducible ON operations (updated_at) WHERE reduced_at IS NULL AND phase IN ('committed', 'failed', 'abandoned');
+      CREATE INDEX IF NOT EXISTS runs_detail_expirable ON runs (ended_at) WHERE detail_pruned_at IS NULL AND ended_at IS NOT NULL;
+      CREATE INDEX IF NOT EXISTS messages_fragments_by_time ON messages (created_at) WHERE role = 'assistant' AND publication_status IN ('fragment', 'deleted');
+    `,
+  },
 ];

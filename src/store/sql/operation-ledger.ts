@@ -1,5 +1,5 @@
 /** The operation ledger: an external action prepared, committed, and confirmed (DESIGN §6). */
-import type { OperationPhase, OperationRecord } from "../../core/index.js";
+import { hashIdempotencyKey, type OperationPhase, type OperationRecord } from "../../core/index.js";
 import type {
   BeginCommitInput,
   BeginCommitResult,
@@ -22,10 +22,12 @@ export async function getOperation(context: SqlContext, tenantId: string, opId: 
   return row ? toOperation(row) : undefined;
 }
 
-/** One operation by idempotency key. */
+/** One operation by idempotency key: its full row, or the row reduced past its retention (which keeps the key's hash). */
 async function operationByKey(context: SqlContext, tenantId: string, key: string): Promise<OperationRecord | undefined> {
   // Locked: a key is shared across threads, so two preparers on different threads take turns on its row.
-  const row = await context.sql(`SELECT * FROM operations WHERE tenant_id = ? AND idempotency_key = ?${context.forUpdate}`).get(tenantId, key);
+  const row = await context
+    .sql(`SELECT * FROM operations WHERE tenant_id = ? AND idempotency_key IN (?, ?)${context.forUpdate}`)
+    .get(tenantId, key, hashIdempotencyKey(key));
   return row ? toOperation(row) : undefined;
 }
 
@@ -85,6 +87,10 @@ export async function prepareOperation(context: SqlContext, input: PrepareOperat
       error: null,
       // A failed or abandoned attempt is known not to have acted: the count is per preparation.
       commit_attempts: 0,
+      // A reduced row prepared again is a full row again.
+      idempotency_key: input.idempotencyKey,
+      reduced_at: null,
+      result_kind: null,
     };
     if (existing) {
       if (!(await setPhase(tx, existing, existing.phase, "prepared", input.now, taken))) {

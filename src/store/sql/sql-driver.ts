@@ -44,6 +44,8 @@ export interface SqlDialect {
    * PostgreSQL chooses by its statistics, and this is nothing there.
    */
   throughIndex(index: string): string;
+  /** The table of the shared event log (PostgreSQL's `run_events`), or null where events live in memory only. */
+  readonly eventLogTable: string | null;
 }
 
 /** A backend: its connection (or pool), its transactions, its dialect. */

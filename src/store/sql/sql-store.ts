@@ -25,6 +25,10 @@ import type {
   ListMessagesOptions,
   ListThreadsOptions,
   PrepareOperationInput,
+  PruneBatchInput,
+  RetentionLayer,
+  EraseThreadInput,
+  EraseThreadResult,
   PrepareOperationResult,
   PublishMessageInput,
   PublishMessageResult,
@@ -63,6 +67,8 @@ import { claimRun, finishRun, publishMessage, requestCancel, transitionRun } fro
 import { scanThreads } from "./snapshots.js";
 import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, listThreads, renameThread, saveTitle } from "./thread-queries.js";
 import { appendTrace, listTraces } from "./traces.js";
+import { countExpired, pruneExpired } from "./retention.js";
+import { eraseThread, listErasableThreads } from "./thread-erasure.js";
 
 /**
  * The `Store` over a driver. Each method runs its concern's function; a method that ran in one
@@ -279,6 +285,26 @@ export class SqlStore implements Store {
   async listOperations(tenantId: string, threadId: string, options: CallOptions = {}): Promise<OperationRecord[]> {
     options.signal?.throwIfAborted();
     return listOperations(this.#context, tenantId, threadId);
+  }
+
+  async eraseThread(input: EraseThreadInput, options: CallOptions = {}): Promise<EraseThreadResult> {
+    options.signal?.throwIfAborted();
+    return eraseThread(this.#context, input);
+  }
+
+  async listErasableThreads(tenantId: string, options: CallOptions = {}): Promise<string[]> {
+    options.signal?.throwIfAborted();
+    return listErasableThreads(this.#context, tenantId);
+  }
+
+  async countExpired(layer: RetentionLayer, before: number, options: CallOptions = {}): Promise<number> {
+    options.signal?.throwIfAborted();
+    return countExpired(this.#context, layer, before);
+  }
+
+  async pruneExpired(input: PruneBatchInput, options: CallOptions = {}): Promise<number> {
+    options.signal?.throwIfAborted();
+    return pruneExpired(this.#context, input);
   }
 
   async appendTrace(trace: TraceRecord, options: CallOptions = {}): Promise<void> {

@@ -280,6 +280,22 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       ALTER TABLE messages ADD COLUMN format TEXT NOT NULL DEFAULT 'text';
     `,
   },
+  {
+    version: 14,
+    name: "retention per layer",
+    sql: `
+      -- An operation past its retention keeps a hashed key and its outcome only (docs/data/lifetimes.md).
+      ALTER TABLE operations ADD COLUMN reduced_at INTEGER;
+      ALTER TABLE operations ADD COLUMN result_kind TEXT;
+      -- A finished run whose execution detail (steps, instructions, config) expired.
+      ALTER TABLE runs ADD COLUMN detail_pruned_at INTEGER;
+      -- What the pruner walks, oldest first, without a scan of every row of the table.
+      CREATE INDEX IF NOT EXISTS traces_by_time ON traces (at);
+      CREATE INDEX IF NOT EXISTS operations_reducible ON operations (updated_at) WHERE reduced_at IS NULL AND phase IN ('committed', 'failed', 'abandoned');
+      CREATE INDEX IF NOT EXISTS runs_detail_expirable ON runs (ended_at) WHERE detail_pruned_at IS NULL AND ended_at IS NOT NULL;
+      CREATE INDEX IF NOT EXISTS messages_fragments_by_time ON messages (created_at) WHERE role = 'assistant' AND publication_status IN ('fragment', 'deleted');
+    `,
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the resulting version. */

@@ -19,6 +19,7 @@ const SQLITE_DIALECT: SqlDialect = {
   forUpdateSkipLocked: "",
   insertionOrder: "rowid",
   throughIndex: (index) => ` INDEXED BY ${index}`,
+  eventLogTable: null,
 };
 
 /** How long a writer waits for another connection's write lock before it fails. */

@@ -29,6 +29,13 @@ afterEach(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+/** Undoes migrations 13 (structured messages) and 14 (retention per layer). */
+const UNDO_MIGRATIONS_13_14 = `
+  ALTER TABLE messages DROP COLUMN format;
+  DROP INDEX traces_by_time; DROP INDEX operations_reducible; DROP INDEX runs_detail_expirable; DROP INDEX messages_fragments_by_time;
+  ALTER TABLE operations DROP COLUMN reduced_at; ALTER TABLE operations DROP COLUMN result_kind; ALTER TABLE runs DROP COLUMN detail_pruned_at;
+`;
+
 describe("migrations", () => {
   it("reopening a file keeps its data and applies each migration once", async () => {
     const file = path.join(dir, "tidemark.db");
@@ -88,7 +95,7 @@ describe("migration 8 (agents and plan steps)", () => {
       DROP INDEX runs_unfinished_by_tenant;
       ALTER TABLE runs DROP COLUMN instructions;
       ALTER TABLE runs DROP COLUMN metadata;
-      ALTER TABLE messages DROP COLUMN format;
+      ${UNDO_MIGRATIONS_13_14}
       DELETE FROM schema_migrations WHERE version >= 8;
     `);
     db.close();
@@ -128,7 +135,7 @@ describe("migration 9 (live turns)", () => {
       DROP INDEX runs_unfinished_by_tenant;
       ALTER TABLE runs DROP COLUMN instructions;
       ALTER TABLE runs DROP COLUMN metadata;
-      ALTER TABLE messages DROP COLUMN format;
+      ${UNDO_MIGRATIONS_13_14}
       DELETE FROM schema_migrations WHERE version >= 9;
     `);
     db.close();
@@ -162,7 +169,7 @@ describe("migration 11 (run instructions and metadata)", () => {
     const { runId } = await completedTurn(writer, "thr_old", T0);
     await writer.close();
     const db = new Database(file);
-    db.exec("ALTER TABLE runs DROP COLUMN instructions; ALTER TABLE runs DROP COLUMN metadata; ALTER TABLE messages DROP COLUMN format; DELETE FROM schema_migrations WHERE version >= 11;");
+    db.exec(`${UNDO_MIGRATIONS_13_14} ALTER TABLE runs DROP COLUMN instructions; ALTER TABLE runs DROP COLUMN metadata; DELETE FROM schema_migrations WHERE version >= 11;`);
     db.close();
 
     const store = createSqliteStore({ path: file, checkpointIntervalMs: 0 });
