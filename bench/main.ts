@@ -30,12 +30,13 @@ import { planStop } from "./plan-stop.js";
 import { resumeLatency } from "./resume-latency.js";
 import { providerCpu } from "./provider-cpu.js";
 import { providerStop } from "./provider-stop.js";
+import { pruneCost } from "./prune-cost.js";
 import { rss1000 } from "./rss-1000.js";
 import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
 import { threadRender } from "./thread-render.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveVadOnset, liveSessions, compatStream, compatStop, limitsTracingCost, peerCompare, manyStreams];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveVadOnset, liveSessions, compatStream, compatStop, limitsTracingCost, peerCompare, manyStreams, pruneCost];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));
