@@ -129,6 +129,19 @@ describe.each<HarnessStore>(["sqlite", "postgres"])("erasing a thread (%s)", (st
     expect(sends).toBe(2);
   });
 
+  it("refuses an erase flag it does not know with a 400, answers an ill-formed id as an unknown one, and changes nothing", async () => {
+    const threadId = await h.createThread();
+    const before = (await h.api(`/v1/threads/${threadId}`)).body;
+    for (const flag of ["maybe", "1", "TRUE", "true%00"]) {
+      const answer = await h.api(`/v1/threads/${threadId}?erase=${flag}`, { method: "DELETE" });
+      expect(answer.status).toBe(400);
+      expect(answer.body.error).toBe("invalid_request");
+    }
+    const illFormed = await h.api(`/v1/threads/${threadId}%00?erase=true`, { method: "DELETE" });
+    expect(illFormed).toMatchObject({ status: 404, body: { error: "thread_not_found" } });
+    expect((await h.api(`/v1/threads/${threadId}`)).body).toEqual(before);
+  });
+
   it("two tabs erasing at once: one erases, both answer the same, the version moved once", async () => {
     const threadId = await h.createThread();
     const before = (await h.api(`/v1/threads/${threadId}`)).body.state_version as number;
