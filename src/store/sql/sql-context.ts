@@ -28,6 +28,16 @@ import type { SqlConnection, SqlDialect, SqlDriver, TransactionOptions } from ".
 export type CheckpointDecision = Pick<CheckpointRecord, "checkpointId" | "kind" | "createdAt"> &
   Partial<Pick<CheckpointRecord, "runId" | "messageId" | "completedStepId" | "pendingStep" | "resumePolicy" | "cancelledGeneration">>;
 
+/** What a checkpoint's decision leaves null unless it names it: the one list of those fields. */
+export const UNDECIDED_CHECKPOINT_FIELDS = {
+  runId: null,
+  messageId: null,
+  completedStepId: null,
+  pendingStep: null,
+  resumePolicy: null,
+  cancelledGeneration: null,
+} as const;
+
 /** One statement, run on the context's connection. */
 export interface SqlStatement {
   get(...values: unknown[]): Promise<Row | undefined>;
@@ -204,12 +214,7 @@ export class SqlContext {
   ): Promise<{ thread: ThreadRecord; checkpoint: CheckpointRecord }> {
     const stateVersion = thread.stateVersion + 1;
     const full: CheckpointRecord = {
-      runId: null,
-      messageId: null,
-      completedStepId: null,
-      pendingStep: null,
-      resumePolicy: null,
-      cancelledGeneration: null,
+      ...UNDECIDED_CHECKPOINT_FIELDS,
       ...checkpoint,
       tenantId: thread.tenantId,
       threadId: thread.threadId,

@@ -8,7 +8,7 @@ import { hashIdempotencyKey, HASHED_KEY_PREFIX, isTerminalStatus } from "../../c
 import type { EraseThreadInput, EraseThreadResult } from "../store.js";
 import { toOperation, toRun } from "../rows.js";
 import { reduceOperation } from "./retention.js";
-import type { SqlContext } from "./sql-context.js";
+import { UNDECIDED_CHECKPOINT_FIELDS, type SqlContext } from "./sql-context.js";
 
 /** Erases one thread of a tenant, or says why not (a run still going, a branch reading through it). */
 export async function eraseThread(context: SqlContext, input: EraseThreadInput): Promise<EraseThreadResult> {
@@ -55,12 +55,7 @@ export async function eraseThread(context: SqlContext, input: EraseThreadInput):
       parentCheckpointId: null,
       stateVersion,
       kind: "thread_erased",
-      runId: null,
-      messageId: null,
-      completedStepId: null,
-      pendingStep: null,
-      resumePolicy: null,
-      cancelledGeneration: null,
+      ...UNDECIDED_CHECKPOINT_FIELDS,
       createdAt: now,
     });
     await tx.sql(

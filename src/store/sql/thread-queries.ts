@@ -7,7 +7,7 @@ import type {
   CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions, ListThreadsOptions } from "../store.js";
 import { levelHolding, prefixLength, readLineage, readLineageCheckpoints, readLineageMessages } from "./lineage.js";
 import { toCheckpoint, toRun, toThread } from "../rows.js";
-import type { SqlContext } from "./sql-context.js";
+import { UNDECIDED_CHECKPOINT_FIELDS, type SqlContext } from "./sql-context.js";
 import { acceptCancel } from "./run-transitions.js";
 
 /** Creates a thread with its `thread_created` checkpoint at version 1. */
@@ -35,12 +35,7 @@ export async function createThread(context: SqlContext, input: CreateThreadInput
       parentCheckpointId: null,
       stateVersion: 1,
       kind: "thread_created",
-      runId: null,
-      messageId: null,
-      completedStepId: null,
-      pendingStep: null,
-      resumePolicy: null,
-      cancelledGeneration: null,
+      ...UNDECIDED_CHECKPOINT_FIELDS,
       createdAt: input.now,
     });
     return toThread(row!);
@@ -186,12 +181,7 @@ export async function forkThread(context: SqlContext, input: ForkThreadInput): P
       parentCheckpointId: fork.checkpointId,
       stateVersion,
       kind: "fork_created",
-      runId: null,
-      messageId: null,
-      completedStepId: null,
-      pendingStep: null,
-      resumePolicy: null,
-      cancelledGeneration: null,
+      ...UNDECIDED_CHECKPOINT_FIELDS,
       createdAt: input.now,
     };
     await tx.insertCheckpoint(checkpoint);
