@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { withTimeout } from "./bench-support.js";
+import { nodeOnCpu } from "./cpu-pinning.js";
 import type { ChildMessage } from "./peer-compare-child.js";
 import { STOP, type ShapeName, type ShapeReport, type StopNotice } from "./peer-shapes.js";
 import type { PeerName } from "./peer-stream.js";
@@ -44,8 +45,10 @@ async function stopSampleOf(provider: RemoteProvider, notice: StopNotice): Promi
   };
 }
 
-export async function runPeerChild(peer: PeerName, shape: ShapeName, provider: RemoteProvider): Promise<ChildOutcome> {
-  const child = spawn(process.execPath, [CHILD_PATH, peer, shape, provider.url], { stdio: ["ignore", "ignore", "pipe", "ipc"] });
+/** `cpu`: the one CPU the child may use (the Stop shape's, away from the provider's), or any. */
+export async function runPeerChild(peer: PeerName, shape: ShapeName, provider: RemoteProvider, cpu?: number): Promise<ChildOutcome> {
+  const { command, args } = nodeOnCpu(cpu, [CHILD_PATH, peer, shape, provider.url]);
+  const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe", "ipc"] });
   const exited = once(child, "exit");
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr = (stderr + chunk).slice(-4_000)));

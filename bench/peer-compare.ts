@@ -1,4 +1,5 @@
 import { cpuSince, takeCpuSnapshot } from "./cpu-accounting.js";
+import { nodeOnCpu, STOP_CPUS } from "./cpu-pinning.js";
 import { compared, type Benchmark, type BenchmarkResult, type Figure } from "./benchmark.js";
 import { runPeerChild, type ChildOutcome, type StopSample } from "./peer-compare-run.js";
 import { BACK_TO_BACK, PACED, SCENARIOS, SHAPE_NAMES, STOP, type ShapeName } from "./peer-shapes.js";
@@ -153,7 +154,9 @@ export const peerCompare: Benchmark = {
     // The machine's busy share while each child ran: above what the child and the provider take, other sessions' load.
     const machineBusy: Record<string, (number | undefined)[]> = {};
     for (const shape of SHAPE_NAMES) {
-      const provider = await startRemoteProvider(SCENARIOS[shape]);
+      // The Stop shape pins the provider and the peer to a core each: see cpu-pinning.ts.
+      const cpus = shape === "stop" ? STOP_CPUS : undefined;
+      const provider = await startRemoteProvider(SCENARIOS[shape], { cpu: cpus?.provider });
       try {
         if (shape === "stop") {
           const clock = await provider.clockOffset(CLOCK_PINGS);
@@ -163,7 +166,7 @@ export const peerCompare: Benchmark = {
           const startedAt = performance.now();
           const before = takeCpuSnapshot([]);
           try {
-            results[shape][peer].outcomes.push(await runPeerChild(peer, shape, provider));
+            results[shape][peer].outcomes.push(await runPeerChild(peer, shape, provider, cpus?.measured));
             log(`peer-compare: ${shape}: ${peer} done in ${round((performance.now() - startedAt) / 1000, 1)} s`);
             (machineBusy[`${shape} ${peer}`] ??= []).push(cpuSince(before, []).machineCpuBusy);
           } catch (error) {
@@ -188,6 +191,9 @@ export const peerCompare: Benchmark = {
           "Stop: the child stamps absolute time when it presses Stop (abort(), or POST /v1/runs/{id}/cancel for Tidemark) after 20 deltas arrived, waits for its stream to end, " +
           "then the parent asks the provider child when that request's response closed; one Stop at a time. The raw floor runs first and last; its samples are pooled.",
         clockCheck: { note: "provider clock − bench clock by IPC ping-pong; not applied, the error bound is ± rtt/2", ...clockChecks },
+        stopShapePinned: nodeOnCpu(STOP_CPUS.provider, []).pinned
+          ? "yes: the provider on CPU 1, each peer's child on CPU 0 (taskset), so that the provider's wake-up never waits behind the peer's own work"
+          : "no (taskset or a second CPU missing)",
         peers: LABELS,
         machineCpuBusyPerChild: machineBusy,
         ...details(results),

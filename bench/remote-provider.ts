@@ -3,6 +3,7 @@ import { once } from "node:events";
 import type { TestProviderScenario } from "../src/testing/index.js";
 import { estimateClockOffset, type ClockOffset } from "./absolute-clock.js";
 import { withTimeout } from "./bench-support.js";
+import { nodeOnCpu } from "./cpu-pinning.js";
 
 /**
  * The OpenAI-compatible test provider in a child process, reporting over IPC. Its event loop is
@@ -89,10 +90,11 @@ function childScript(moduleUrl: string, scenario: TestProviderScenario): string 
   ].join("\n");
 }
 
-/** Starts the test provider in a child process (`node -e`, ESM, with an IPC channel). */
-export async function startRemoteProvider(scenario: TestProviderScenario): Promise<RemoteProvider> {
+/** Starts the test provider in a child process (`node -e`, ESM, with an IPC channel), on `options.cpu` alone when given. */
+export async function startRemoteProvider(scenario: TestProviderScenario, options: { cpu?: number } = {}): Promise<RemoteProvider> {
   const moduleUrl = new URL("../src/testing/index.js", import.meta.url).href;
-  const child: ChildProcess = spawn(process.execPath, ["--input-type=module", "-e", childScript(moduleUrl, scenario)], {
+  const { command, args } = nodeOnCpu(options.cpu, ["--input-type=module", "-e", childScript(moduleUrl, scenario)]);
+  const child: ChildProcess = spawn(command, args, {
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   const exited = once(child, "exit");

@@ -3,12 +3,15 @@
  * body arrives, before the rate limit and validation. The cancel is then recorded with the body's
  * reason; and if the request never gets that far (a body refused, a client gone before sending
  * it), the Stop still stands: the run ends `cancelled`, with the default reason, and nothing is
- * streamed or published after `run.cancel_requested`.
+ * streamed or published after `run.cancel_requested`. Behind Tidemark's HTTP server the Stop is
+ * taken by the server's request listener, before the app sees the request; an app mounted
+ * elsewhere takes it in its own middleware.
  */
 import { request as httpRequest, type ClientRequest } from "node:http";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { RunEvent } from "../src/core/index.js";
 import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
+import { createApp, createServerMetrics } from "../src/server/index.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 /** The demo model at a slow pace, telling when a generation's signal is aborted. */
@@ -87,6 +90,29 @@ it("aborts the generation before the body arrives; the cancel is recorded with t
   expectNothingAfterCancel(events);
   expect(events.find((event) => event.type === "run.cancel_requested")).toMatchObject({ reason: "changed my mind" });
   expect((await h.api(`/v1/runs/${runId}`)).body).toMatchObject({ status: "cancelled", cancel_reason: "changed my mind" });
+});
+
+it("mounted without Tidemark's HTTP server (app.request), the app itself stops the run before the body arrives", async () => {
+  const runId = await streamingRun();
+  const app = createApp({ runtime: h.tidemark.runtime, metrics: createServerMetrics() });
+  const aborted = watcher.nextAbort();
+  let sendBody!: () => void;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      sendBody = () => {
+        controller.enqueue(new TextEncoder().encode(JSON.stringify({ reason: "from a mounted app" })));
+        controller.close();
+      };
+    },
+  });
+  const reply = app.request(`/v1/runs/${runId}/cancel`, { method: "POST", headers: { "content-type": "application/json" }, body, duplex: "half" } as RequestInit);
+  await aborted;
+  sendBody();
+  const answer = await reply;
+  expect(answer.status).toBe(202);
+  const events = await h.events(runId);
+  expectNothingAfterCancel(events);
+  expect((await h.api(`/v1/runs/${runId}`)).body).toMatchObject({ status: "cancelled", cancel_reason: "from a mounted app" });
 });
 
 it("a Stop whose body is refused still stands: 400 for the body, and the run ends cancelled with the default reason", async () => {

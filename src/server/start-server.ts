@@ -5,6 +5,7 @@ import { redactLogger, silentLogger } from "../runtime/index.js";
 import { createClientErrorHandler } from "./client-error-handler.js";
 import { createApp, type AppOptions } from "./create-app.js";
 import { createLiveEndpoint } from "./live/live-endpoint.js";
+import { createStopAtHeaders } from "./stop-at-request.js";
 import type { Timers } from "../core/index.js";
 
 /** A running HTTP server. */
@@ -60,6 +61,8 @@ export async function startServer(given: AppOptions & ServerTimeouts & { host: s
     started.once("error", reject);
     started.on("clientError", createClientErrorHandler(logger));
     started.on("upgrade", live.handleUpgrade);
+    // A Stop aborts its run at its headers, before the app converts and routes the request.
+    if (options.runtime.role !== "worker") started.prependListener("request", createStopAtHeaders(options.runtime, options.apiKeys ?? new Map(), logger));
   });
   const { port } = server.address() as AddressInfo;
   const hostForUrl = options.host.includes(":") ? `[${options.host}]` : options.host;
