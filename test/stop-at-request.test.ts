@@ -8,7 +8,7 @@
  * elsewhere takes it in its own middleware.
  */
 import { request as httpRequest, type ClientRequest } from "node:http";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent } from "../src/core/index.js";
 import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
 import { createApp, createServerMetrics } from "../src/server/index.js";
@@ -167,4 +167,50 @@ it("a refused cancel of a run not executing here stops nothing: the run later cr
   expect(events.map((event) => event.type)).not.toContain("run.cancel_requested");
   expect((await h.api(`/v1/runs/${runId}/cancel`, { method: "POST", json: {} })).status).toBe(202);
   expectNothingAfterCancel(await h.events(runId));
+});
+
+describe("behind API keys", () => {
+  const tenantWatcher = abortWatchingModel();
+  let keyed: Harness;
+
+  beforeAll(async () => {
+    keyed = await startHarness({
+      model: tenantWatcher.model,
+      apiKeys: new Map([
+        ["key-a", "tenant-a"],
+        ["key-b", "tenant-b"],
+      ]),
+    });
+  });
+
+  afterAll(async () => {
+    await keyed.expectNoViolations();
+    await keyed.close();
+  });
+
+  it("a Stop with another tenant's key, or a wrong one, stops nothing at the headers: the run streams on until its own tenant stops it", async () => {
+    let isAborted = false;
+    void tenantWatcher.nextAbort().then(() => (isAborted = true));
+    const threadId = await keyed.createThread("key-a");
+    const created = await keyed.api(`/v1/threads/${threadId}/runs`, { method: "POST", key: "key-a", json: { input: { role: "user", content: "Tell me a long story" } } });
+    expect(created.status).toBe(201);
+    const runId = created.body.run_id as string;
+    const first = await keyed.events(runId, { key: "key-a", until: (event) => event.type === "message.delta" && event.seq >= 4 });
+    const foreign = await keyed.api(`/v1/runs/${runId}/cancel`, { method: "POST", key: "key-b", json: { reason: "not yours" } });
+    const wrongKey = await keyed.api(`/v1/runs/${runId}/cancel`, { method: "POST", key: "nope", json: {} });
+    expect(wrongKey.status).toBe(401);
+    expect(JSON.stringify(foreign.body)).not.toContain("Tell me");
+    // Tenant A's run goes on streaming after both: more deltas, still running, its generation never aborted.
+    const lastSeq = first.at(-1)!.seq;
+    const later = await keyed.events(runId, { key: "key-a", after: lastSeq, until: (event) => event.type === "message.delta" && event.seq >= lastSeq + 3 });
+    expect(later.map((event) => event.type)).not.toContain("run.cancel_requested");
+    expect(isAborted).toBe(false);
+    expect((await keyed.api(`/v1/runs/${runId}`, { key: "key-a" })).body.status).toBe("running");
+    // Its own tenant's Stop does stop it.
+    expect((await keyed.api(`/v1/runs/${runId}/cancel`, { method: "POST", key: "key-a", json: { reason: "mine" } })).status).toBe(202);
+    const events = await keyed.events(runId, { key: "key-a" });
+    expectNothingAfterCancel(events);
+    expect(isAborted).toBe(true);
+    expect((await keyed.api(`/v1/runs/${runId}`, { key: "key-a" })).body).toMatchObject({ status: "cancelled", cancel_reason: "mine" });
+  });
 });
