@@ -113,6 +113,45 @@ function stopFigures(results: Results["stop"]): Figure[] {
   return figures;
 }
 
+/** The peers whose Stop is also measured unpinned, for reference (no target). */
+const UNPINNED_REFERENCE: readonly PeerName[] = ["raw", "tidemark"];
+type UnpinnedStops = Partial<Record<PeerName, PeerResult>>;
+
+/** The Stop of the floor and of Tidemark with every process free to run on any CPU, as before the pinning. */
+function unpinnedStopFigures(results: UnpinnedStops): Figure[] {
+  return UNPINNED_REFERENCE.flatMap((peer) => {
+    const result = results[peer];
+    if (!result || result.outcomes.length === 0) return [];
+    const how = peer === "tidemark" ? "POST /cancel" : "abort()";
+    return [50, 99].map((q) => ({
+      label: `Stop → upstream socket closed, unpinned (reference): ${LABELS[peer]}, ${how} p${q}`,
+      value: round(percentile(closeTimes(result), q), 2),
+      unit: "ms",
+    }));
+  });
+}
+
+/** Runs the Stop shape for the reference peers once more, no process pinned, on a provider of its own. */
+async function runUnpinnedStops(log: (line: string) => void): Promise<UnpinnedStops> {
+  const results: UnpinnedStops = {};
+  const provider = await startRemoteProvider(SCENARIOS.stop);
+  try {
+    for (const peer of UNPINNED_REFERENCE) {
+      const result: PeerResult = { outcomes: [], errors: [] };
+      results[peer] = result;
+      try {
+        result.outcomes.push(await runPeerChild(peer, "stop", provider));
+        log(`peer-compare: stop (unpinned reference): ${peer} done`);
+      } catch (error) {
+        result.errors.push(error instanceof Error ? error.message : String(error));
+      }
+    }
+  } finally {
+    await provider.close();
+  }
+  return results;
+}
+
 /** Everything the JSON keeps per shape and peer: summaries and every sample. */
 function details(results: Results) {
   const perPeer = <T>(shape: ShapeName, of: (result: PeerResult) => T) => Object.fromEntries(PEER_NAMES.map((peer) => [peer, of(results[shape][peer])]));
@@ -153,6 +192,8 @@ export const peerCompare: Benchmark = {
     const clockChecks: Record<string, { offsetMs: number; rttMs: number }> = {};
     // The machine's busy share while each child ran: above what the child and the provider take, other sessions' load.
     const machineBusy: Record<string, (number | undefined)[]> = {};
+    const isStopPinned = nodeOnCpu(STOP_CPUS.provider, []).pinned;
+    let unpinnedStops: UnpinnedStops = {};
     for (const shape of SHAPE_NAMES) {
       // The Stop shape pins the provider and the peer to a core each: see cpu-pinning.ts.
       const cpus = shape === "stop" ? STOP_CPUS : undefined;
@@ -178,9 +219,10 @@ export const peerCompare: Benchmark = {
       } finally {
         await provider.close();
       }
+      if (shape === "stop" && isStopPinned) unpinnedStops = await runUnpinnedStops(log);
     }
     return {
-      figures: [...backToBackFigures(results["back-to-back"]), ...stopFigures(results.stop), ...pacedFigures(results.paced)],
+      figures: [...backToBackFigures(results["back-to-back"]), ...stopFigures(results.stop), ...unpinnedStopFigures(unpinnedStops), ...pacedFigures(results.paced)],
       details: {
         scenarios: SCENARIOS,
         runs: { backToBack: BACK_TO_BACK, stop: STOP, paced: PACED, order: ORDER },
@@ -191,9 +233,12 @@ export const peerCompare: Benchmark = {
           "Stop: the child stamps absolute time when it presses Stop (abort(), or POST /v1/runs/{id}/cancel for Tidemark) after 20 deltas arrived, waits for its stream to end, " +
           "then the parent asks the provider child when that request's response closed; one Stop at a time. The raw floor runs first and last; its samples are pooled.",
         clockCheck: { note: "provider clock − bench clock by IPC ping-pong; not applied, the error bound is ± rtt/2", ...clockChecks },
-        stopShapePinned: nodeOnCpu(STOP_CPUS.provider, []).pinned
-          ? "yes: the provider on CPU 1, each peer's child on CPU 0 (taskset), so that the provider's wake-up never waits behind the peer's own work"
+        stopShapePinned: isStopPinned
+          ? "yes: the provider on CPU 1, each peer's child on CPU 0 (taskset), so that the provider's wake-up never waits behind the peer's own work; raw and Tidemark again unpinned for reference (stopUnpinned)"
           : "no (taskset or a second CPU missing)",
+        stopUnpinned: Object.fromEntries(
+          Object.entries(unpinnedStops).map(([peer, result]) => [peer, { stopToCloseMs: summarize(closeTimes(result)), ...(result.errors.length > 0 ? { errors: result.errors } : {}) }]),
+        ),
         peers: LABELS,
         machineCpuBusyPerChild: machineBusy,
         ...details(results),
