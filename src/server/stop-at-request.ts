@@ -48,10 +48,20 @@ function stopTarget(tenantOf: (key: string | undefined) => string | undefined, m
  */
 export function createStopAtHeaders(runtime: Runtime, apiKeys: ReadonlyMap<string, string>, logger: Logger): (request: IncomingMessage, response: ServerResponse) => void {
   const tenantOf = createKeyLookup(apiKeys);
+  // Outside the app, nothing would catch a throw here but the process: a failure is logged, and
+  // the request goes on to the app, whose route records the cancel as for any other.
+  const stopsHere = (target: BegunStop): boolean => {
+    try {
+      return runtime.stopAtRequest(target.tenantId, target.runId);
+    } catch (error) {
+      logger.error({ run_id: target.runId, error: String(error) }, "a Stop could not be taken at its request's headers");
+      return false;
+    }
+  };
   return function stopAtHeaders(request, response) {
     const runId = CANCEL_TARGET.exec(request.url ?? "")?.[1];
     const target = runId === undefined ? undefined : stopTarget(tenantOf, request.method, runId, request.headers.authorization);
-    if (!target || !runtime.stopAtRequest(target.tenantId, target.runId)) return;
+    if (!target || !stopsHere(target)) return;
     stoppedAtHeaders.set(request, target);
     response.once("close", () => {
       runtime.recordStopAtRequest(target.tenantId, target.runId).catch((error: unknown) => {
