@@ -12,6 +12,9 @@ export interface EventHubOptions {
 /** Seqs of attempt n start at (n − 1) × this, so a recovered attempt never reuses a seq a client saw. */
 export const ATTEMPT_SEQ_STRIDE = 1_000_000_000;
 
+/** The attempt an event's seq belongs to (each attempt has its own range of seqs). */
+export const attemptOfSeq = (seq: number): number => Math.floor((seq - 1) / ATTEMPT_SEQ_STRIDE) + 1;
+
 /** The per-run event buffers of this process, each dropped a TTL after its run ended. */
 export class EventHub {
   readonly #buffers = new Map<string, RunEventBuffer>();

@@ -56,6 +56,8 @@ const LOGGED = {
   events_retried: "events could not be written to the shared log yet",
   events_dropped: '"events could not be written to the shared log"',
   event_gap: "gap in the shared event log",
+  events_superseded: "events not written: another process wrote their run's log meanwhile",
+  event_after_terminal: "an event after the terminal one in the shared event log",
   stop_not_recorded: "a Stop could not be recorded",
   listen_lost: "the LISTEN connection was lost",
   idle_connection_closed: "an idle database connection was closed",

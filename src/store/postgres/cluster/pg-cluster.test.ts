@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createId, type RunEvent, type RunEventDraft } from "../../../core/index.js";
+import type { Logger } from "../../../core/logger.js";
 import { EventHub, type RunEventBuffer } from "../../../stream/index.js";
 import { createTestPostgresStore, TEST_PG_URL } from "../../../testing/postgres-test-database.js";
 import type { Store } from "../../index.js";
@@ -52,6 +53,10 @@ function until(buffer: RunEventBuffer, predicate: () => boolean): Promise<void> 
 }
 
 const delta = (runId: string, text: string): RunEventDraft => ({ type: "message.delta", run_id: runId, message_id: "msg_1", text });
+
+/** The next warning a test's cluster logs goes here. */
+let onWarning: ((message: string) => void) | undefined;
+const warningLogger: Logger = { info: () => {}, error: () => {}, warn: (_fields, message) => onWarning?.(message) };
 
 describe("PgCluster", () => {
   it("fans a run's events out to another process, gapless and in order, to the terminal event", async () => {
@@ -143,6 +148,101 @@ describe("PgCluster", () => {
       await client.end();
     }
     readerHub.clear();
+  });
+
+  it("drops a process's events of a run whose log another process wrote meanwhile: nothing lands after that writer's terminal event", async () => {
+    // The recoverer (another process, standing in here as direct writes) continued the run's
+    // attempt from the log while this process could not reach the database, and ended it.
+    const runId = createId("run");
+    const warned = new Promise<string>((resolve) => (onWarning = resolve));
+    const lateWriter = await createPgCluster({ url: TEST_PG_URL, schema: store.schema, eventPollMs: 50, logger: warningLogger });
+    let isLateWriterClosed = false;
+    const { default: pg } = await import("pg");
+    const client = new pg.Client({ connectionString: TEST_PG_URL });
+    await client.connect();
+    const insert = (event: Record<string, unknown>) =>
+      client.query(`INSERT INTO ${store.schema}.run_events (tenant_id, run_id, seq, event, at) VALUES ($1, $2, $3, $4, 0)`, [T, runId, event.seq, JSON.stringify(event)]);
+    try {
+      await insert({ type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 1, status: "running", seq: 1 });
+      await insert({ type: "run.cancelled", run_id: runId, reason: "user_requested", seq: 2 });
+      const readerHub = new EventHub();
+      const buffer = await reader.follow(readerHub, T, runId, 1, 2);
+      // This process's own events of the attempt, emitted before it lost the run, reach the database only now.
+      lateWriter.publishEvent(T, { type: "run.cancel_requested", run_id: runId, reason: "user_requested", seq: 2 } as unknown as RunEvent);
+      lateWriter.publishEvent(T, { ...delta(runId, "after the end"), seq: 3 } as unknown as RunEvent);
+      expect(await warned).toContain("another process wrote their run's log");
+      // What it emits later for that attempt is dropped too; what is pending is written at its close.
+      lateWriter.publishEvent(T, { ...delta(runId, "later still"), seq: 4 } as unknown as RunEvent);
+      await lateWriter.close();
+      isLateWriterClosed = true;
+      const { rows } = await client.query<{ seq: string; event: string }>(`SELECT seq, event FROM ${store.schema}.run_events WHERE run_id = $1 ORDER BY seq`, [runId]);
+      expect(rows.map((row) => [Number(row.seq), (JSON.parse(row.event) as RunEvent).type])).toEqual([
+        [1, "run.started"],
+        [2, "run.cancelled"],
+      ]);
+      expect(buffer.terminalEvent).toMatchObject({ seq: 2, type: "run.cancelled" });
+      expect(buffer.lastSeq).toBe(2);
+      readerHub.clear();
+    } finally {
+      await client.end();
+      if (!isLateWriterClosed) await lateWriter.close();
+    }
+  });
+
+  it("a batch the log already holds (its commit's answer was lost) is its own, not another writer's: the run's next events are written", async () => {
+    const runId = createId("run");
+    const events = [
+      { type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 1, status: "running", seq: 1 },
+      { ...delta(runId, "committed, answer lost"), seq: 2 },
+      { ...delta(runId, "the next one"), seq: 3 },
+    ] as unknown as RunEvent[];
+    const { default: pg } = await import("pg");
+    const client = new pg.Client({ connectionString: TEST_PG_URL });
+    await client.connect();
+    try {
+      // The first two are in the log exactly as this process sends them.
+      for (const event of events.slice(0, 2)) {
+        await client.query(`INSERT INTO ${store.schema}.run_events (tenant_id, run_id, seq, event, at) VALUES ($1, $2, $3, $4, 0)`, [T, runId, event.seq, JSON.stringify(event)]);
+      }
+      for (const event of events) writer.publishEvent(T, event);
+      const hub = new EventHub();
+      const buffer = await reader.follow(hub, T, runId, 1, 3);
+      expect(buffer.lastSeq).toBe(3);
+      writer.publishEvent(T, { ...delta(runId, "and after"), seq: 4 } as unknown as RunEvent);
+      await until(buffer, () => buffer.lastSeq === 4);
+      expect(buffer.eventsBetween(0, 4).map((event) => (event as { text?: string }).text ?? event.type)).toEqual(["run.started", "committed, answer lost", "the next one", "and after"]);
+      hub.clear();
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("a follower ignores what a log holds after its run's terminal event, and says so", async () => {
+    const runId = createId("run");
+    const warned = new Promise<string>((resolve) => (onWarning = resolve));
+    const follower = await createPgCluster({ url: TEST_PG_URL, schema: store.schema, eventPollMs: 50, logger: warningLogger });
+    const { default: pg } = await import("pg");
+    const client = new pg.Client({ connectionString: TEST_PG_URL });
+    await client.connect();
+    try {
+      const events = [
+        { type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 1, status: "running", seq: 1 },
+        { type: "run.cancelled", run_id: runId, reason: "user_requested", seq: 2 },
+        { ...delta(runId, "written after the end by a process that had lost the run"), seq: 3 },
+      ];
+      for (const event of events) {
+        await client.query(`INSERT INTO ${store.schema}.run_events (tenant_id, run_id, seq, event, at) VALUES ($1, $2, $3, $4, 0)`, [T, runId, event.seq, JSON.stringify(event)]);
+      }
+      const hub = new EventHub();
+      const buffer = await follower.follow(hub, T, runId, 1);
+      expect(buffer.terminalEvent).toMatchObject({ seq: 2, type: "run.cancelled" });
+      expect(buffer.lastSeq).toBe(2);
+      expect(await warned).toContain("after the terminal one");
+      hub.clear();
+    } finally {
+      await client.end();
+      await follower.close();
+    }
   });
 
   it("delivers control messages and wake-ups to every process", async () => {

@@ -8,7 +8,7 @@
 import type pg from "pg";
 import type { RunEvent, RunEventDraft } from "../../../core/index.js";
 import type { Logger } from "../../../core/logger.js";
-import { ATTEMPT_SEQ_STRIDE, type EventHub, type RunEventBuffer } from "../../../stream/index.js";
+import { ATTEMPT_SEQ_STRIDE, attemptOfSeq, type EventHub, type RunEventBuffer } from "../../../stream/index.js";
 
 interface Followed {
   tenantId: string;
@@ -18,7 +18,6 @@ interface Followed {
 }
 
 const key = (tenantId: string, runId: string): string => `${tenantId}\u0000${runId}`;
-const attemptOf = (seq: number): number => Math.floor((seq - 1) / ATTEMPT_SEQ_STRIDE) + 1;
 
 export class PgEventFollower {
   readonly #pool: pg.Pool;
@@ -81,7 +80,7 @@ export class PgEventFollower {
     for (const [tenantId, runId, seq, json] of events) {
       const followed = this.#followed.get(key(tenantId, runId));
       if (!followed || seq <= followed.buffer.lastSeq) continue;
-      if (seq === followed.buffer.lastSeq + 1 && attemptOf(seq) === attemptOf(followed.buffer.firstSeq)) this.#append(followed, seq, json);
+      if (seq === followed.buffer.lastSeq + 1 && attemptOfSeq(seq) === attemptOfSeq(followed.buffer.firstSeq)) this.#append(followed, seq, json);
       else isMissing = true;
     }
     return isMissing;
@@ -123,12 +122,17 @@ export class PgEventFollower {
 
   #append(followed: Followed, seq: number, json: string): void {
     if (seq <= followed.buffer.lastSeq) return;
-    if (attemptOf(seq) > attemptOf(followed.buffer.firstSeq)) {
+    if (attemptOfSeq(seq) > attemptOfSeq(followed.buffer.firstSeq)) {
       // A later attempt (the run was handed over or recovered): its own buffer, which supersedes this one.
-      followed.buffer = followed.hub.ensure(followed.tenantId, followed.runId, attemptOf(seq));
+      followed.buffer = followed.hub.ensure(followed.tenantId, followed.runId, attemptOfSeq(seq));
     }
     if (seq !== followed.buffer.lastSeq + 1) {
       this.#logger.warn({ run_id: followed.runId, seq, last_seq: followed.buffer.lastSeq }, "gap in the shared event log");
+      return;
+    }
+    // The attempt's stream has ended: whatever another writer left after it is not part of it.
+    if (followed.buffer.terminalEvent) {
+      this.#logger.warn({ run_id: followed.runId, seq, terminal_seq: followed.buffer.terminalEvent.seq }, "an event after the terminal one in the shared event log, ignored");
       return;
     }
     const { seq: _seq, ...draft } = JSON.parse(json) as RunEvent;

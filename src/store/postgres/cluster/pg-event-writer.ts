@@ -6,10 +6,18 @@
  * A batch the database refuses (it is away, or restarting) is tried again until it is written,
  * and the batches behind it wait: a follower waits at the first missing seq, so an event given
  * up on would hold every later one of its run back from the other processes for ever.
+ *
+ * One writer per run (decision 006), even across an outage: while this process could not reach
+ * the database, it may have lost a run (self-fenced) to another process that recovered it from
+ * the log as it stood, and wrote on, perhaps to its terminal event. A batch therefore writes a
+ * run's events only if the log holds no other event at or after the batch's first seq for that
+ * run; otherwise that run's attempt is superseded here, and every event of it this process still
+ * has or emits later is dropped.
  */
 import type pg from "pg";
 import type { RunEvent } from "../../../core/index.js";
 import type { Logger } from "../../../core/logger.js";
+import { attemptOfSeq } from "../../../stream/index.js";
 
 interface PendingEvent {
   tenantId: string;
@@ -27,6 +35,8 @@ const MAX_RETRY_DELAY_MS = 1_000;
 /** Once closing, a batch is given up after this many tries (the process is going away). */
 const ATTEMPTS_WHEN_CLOSING = 5;
 
+const attemptKey = (tenantId: string, runId: string, seq: number): string => `${tenantId}\u0000${runId}\u0000${attemptOfSeq(seq)}`;
+
 export class PgEventWriter {
   readonly #pool: pg.Pool;
   readonly #channel: string;
@@ -34,6 +44,8 @@ export class PgEventWriter {
   #pending: PendingEvent[] = [];
   #flushing: Promise<void> | undefined;
   #isClosing = false;
+  /** Run attempts another process wrote while this one could not (one entry per run lost that way). */
+  readonly #superseded = new Set<string>();
 
   constructor(pool: pg.Pool, channel: string, logger: Logger) {
     this.#pool = pool;
@@ -42,6 +54,7 @@ export class PgEventWriter {
   }
 
   push(tenantId: string, event: RunEvent): void {
+    if (this.#superseded.size > 0 && this.#superseded.has(attemptKey(tenantId, event.run_id, event.seq))) return;
     this.#pending.push({ tenantId, runId: event.run_id, seq: event.seq, json: JSON.stringify(event), at: Date.now() });
     this.#flushing ??= this.#drain().finally(() => (this.#flushing = undefined));
   }
@@ -65,12 +78,27 @@ export class PgEventWriter {
     const payload = notifyPayload(batch);
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.#pool.query(
-          `WITH written AS (
+        // `taken`: the runs whose log holds an event at or after this batch's first one for it
+        // that is not this batch's own (a retried batch that committed finds only its own). The
+        // NOTIFY carries the events only when every one was written; otherwise it names the runs,
+        // and the followers read the log.
+        const result = await this.#pool.query<{ written: number; taken: [string, string][] | null }>(
+          `WITH incoming AS (
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[]) AS i(tenant_id, run_id, seq, event, at)),
+           taken AS (
+             SELECT f.tenant_id, f.run_id FROM (SELECT tenant_id, run_id, min(seq) AS first_seq FROM incoming GROUP BY tenant_id, run_id) AS f
+             WHERE EXISTS (
+               SELECT 1 FROM run_events e
+               WHERE e.tenant_id = f.tenant_id AND e.run_id = f.run_id AND e.seq >= f.first_seq
+                 AND NOT EXISTS (SELECT 1 FROM incoming i WHERE i.tenant_id = e.tenant_id AND i.run_id = e.run_id AND i.seq = e.seq AND i.event = e.event))),
+           written AS (
              INSERT INTO run_events (tenant_id, run_id, seq, event, at)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[])
+             SELECT i.tenant_id, i.run_id, i.seq, i.event, i.at FROM incoming i
+             WHERE NOT EXISTS (SELECT 1 FROM taken t WHERE t.tenant_id = i.tenant_id AND t.run_id = i.run_id)
              ON CONFLICT DO NOTHING RETURNING 1)
-           SELECT pg_notify($6, $7) FROM (SELECT count(*) FROM written) AS counted`,
+           SELECT pg_notify($6, CASE WHEN counted.count = $8 THEN $7 ELSE $9 END), counted.count AS written,
+             (SELECT json_agg(json_build_array(tenant_id, run_id)) FROM taken) AS taken
+           FROM (SELECT count(*)::int AS count FROM written) AS counted`,
           [
             batch.map((event) => event.tenantId),
             batch.map((event) => event.runId),
@@ -79,8 +107,12 @@ export class PgEventWriter {
             batch.map((event) => event.at),
             this.#channel,
             payload,
+            batch.length,
+            runsPayload(batch),
           ],
         );
+        const taken = result.rows[0]?.taken ?? [];
+        if (taken.length > 0) this.#supersede(batch, taken);
         if (attempt > 1) this.#logger.info({ events: batch.length, attempts: attempt }, "events written to the shared log again");
         return;
       } catch (error) {
@@ -93,6 +125,21 @@ export class PgEventWriter {
         await new Promise((resolve) => setTimeout(resolve, Math.min(MAX_RETRY_DELAY_MS, 50 * attempt)));
       }
     }
+  }
+
+  /** Another process wrote these runs' logs: this process drops their attempts' events, queued and to come. */
+  #supersede(batch: readonly PendingEvent[], taken: readonly [string, string][]): void {
+    const runs = new Set(taken.map(([tenantId, runId]) => `${tenantId}\u0000${runId}`));
+    let dropped = 0;
+    for (const event of batch) {
+      if (!runs.has(`${event.tenantId}\u0000${event.runId}`)) continue;
+      this.#superseded.add(attemptKey(event.tenantId, event.runId, event.seq));
+      dropped++;
+    }
+    const queued = this.#pending.length;
+    this.#pending = this.#pending.filter((event) => !this.#superseded.has(attemptKey(event.tenantId, event.runId, event.seq)));
+    dropped += queued - this.#pending.length;
+    this.#logger.warn({ run_ids: taken.map(([, runId]) => runId), events: dropped }, "events not written: another process wrote their run's log meanwhile");
   }
 }
 
@@ -111,6 +158,11 @@ function notifyPayload(batch: readonly PendingEvent[]): string {
     const inline = JSON.stringify({ events: batch.map((event) => [event.tenantId, event.runId, event.seq, event.json]) });
     if (Buffer.byteLength(inline) <= MAX_PAYLOAD) return inline;
   }
+  return runsPayload(batch);
+}
+
+/** The NOTIFY that names a batch's runs (or says "every run"): their followers read the log. */
+function runsPayload(batch: readonly PendingEvent[]): string {
   const runs = [...new Set(batch.map((event) => event.runId))].join(",");
   return runs.length <= MAX_PAYLOAD ? runs : "*";
 }
