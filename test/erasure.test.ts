@@ -9,11 +9,9 @@
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
 import { createId } from "../src/core/index.js";
-import { defineTool } from "../src/tools/index.js";
-import { DEMO_TOOL_NAMES } from "../src/tools/demo-tools.js";
 import { TEST_PG_URL } from "../src/testing/postgres-test-database.js";
+import { countingEmailTool } from "./support/counting-email-tool.js";
 import { startHarness, type Harness, type HarnessStore } from "./support/harness.js";
 import { runningRunOn } from "./support/store-fixtures.js";
 
@@ -58,23 +56,11 @@ async function countEverywhere(h: Harness, text: string): Promise<number> {
 
 describe.each<HarnessStore>(["sqlite", "postgres"])("erasing a thread (%s)", (storeKind) => {
   let h: Harness;
-  let sends = 0;
-  const sendEmail = defineTool({
-    name: DEMO_TOOL_NAMES.sendEmail,
-    description: "Sends an email",
-    effect: "consequential",
-    approval: "never",
-    input: z.object({ to: z.string(), subject: z.string(), body: z.string() }),
-    idempotencyKey: (input) => `email:${input.to}:${input.body}`,
-    prepare: async (input) => ({ to: input.to, body: input.body }),
-    commit: async (input) => {
-      sends++;
-      return { sent_to: input.to, body: input.body };
-    },
-  });
+  // Counts real sends: a retried or erased action must not send again.
+  const email = countingEmailTool();
 
   beforeAll(async () => {
-    h = await startHarness({ storeKind, demo: { wordsPerSecond: 0, wordCount: 10 }, tools: [sendEmail] });
+    h = await startHarness({ storeKind, demo: { wordsPerSecond: 0, wordCount: 10 }, tools: [email.tool] });
   });
   afterAll(async () => {
     await h.expectNoViolations();
@@ -99,7 +85,7 @@ describe.each<HarnessStore>(["sqlite", "postgres"])("erasing a thread (%s)", (st
     await store.appendTrace({ tenantId: "local", traceId: createId("run"), runId, threadId, kind: "note", data: { about: MARKER }, at: Date.now() });
     const kept = await turnAbout(KEPT);
     const foreign = await store.createThread({ tenantId: "tenant_x", threadId: createId("thr"), checkpointId: createId("cp"), metadata: { note: MARKER }, now: Date.now() });
-    expect(sends).toBe(2);
+    expect(email.sends()).toBe(2);
     expect(await countEverywhere(h, MARKER)).toBeGreaterThan(5);
 
     // Another tenant's thread is not this tenant's to erase.
@@ -126,7 +112,7 @@ describe.each<HarnessStore>(["sqlite", "postgres"])("erasing a thread (%s)", (st
     const again = await h.createThread();
     const retry = await h.startRun(again, `Please email ada@example.com that ${MARKER} is ready`);
     expect((await h.events(retry.run_id)).find((event) => event.type === "tool.result")).toMatchObject({ reused: true });
-    expect(sends).toBe(2);
+    expect(email.sends()).toBe(2);
   });
 
   it("refuses an erase flag it does not know with a 400, answers an ill-formed id as an unknown one, and changes nothing", async () => {

@@ -4,10 +4,8 @@
  * the same key still returns that outcome and runs nothing (invariant 2).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
 import { createId, hashIdempotencyKey, type RunEvent } from "../src/core/index.js";
-import { defineTool } from "../src/tools/index.js";
-import { DEMO_TOOL_NAMES } from "../src/tools/demo-tools.js";
+import { countingEmailTool } from "./support/counting-email-tool.js";
 import { startHarness, type Harness, type HarnessStore } from "./support/harness.js";
 
 const MARKER = "zq-retention-marker-7731";
@@ -15,24 +13,11 @@ const REQUEST = `Please email ada@example.com that ${MARKER} is ready`;
 
 describe.each<HarnessStore>(["sqlite", "postgres"])("a reduced operation (%s)", (storeKind) => {
   let h: Harness;
-  let sends = 0;
-  // A real consequential tool with the demo model's email tool's name: the demo asks for it.
-  const sendEmail = defineTool({
-    name: DEMO_TOOL_NAMES.sendEmail,
-    description: "Sends an email",
-    effect: "consequential",
-    approval: "never",
-    input: z.object({ to: z.string(), subject: z.string(), body: z.string() }),
-    idempotencyKey: (input) => `email:${input.to}:${input.body}`,
-    prepare: async (input) => ({ to: input.to, body: input.body }),
-    commit: async (input) => {
-      sends++;
-      return { sent_to: input.to, body: input.body };
-    },
-  });
+  // Counts real sends: a retried or erased action must not send again.
+  const email = countingEmailTool();
 
   beforeAll(async () => {
-    h = await startHarness({ storeKind, demo: { wordsPerSecond: 0, wordCount: 10 }, tools: [sendEmail] });
+    h = await startHarness({ storeKind, demo: { wordsPerSecond: 0, wordCount: 10 }, tools: [email.tool] });
   });
   afterAll(async () => {
     await h.expectNoViolations();
@@ -45,7 +30,7 @@ describe.each<HarnessStore>(["sqlite", "postgres"])("a reduced operation (%s)", 
     const threadId = await h.createThread();
     const first = await runToEnd(threadId);
     expect(first.at(-1)!.type).toBe("run.completed");
-    expect(sends).toBe(1);
+    expect(email.sends()).toBe(1);
     const [committed] = (await h.api(`/v1/threads/${threadId}/operations`)).body.operations;
     expect(committed).toMatchObject({ phase: "committed", reduced_at: null, result: { sent_to: "ada@example.com" } });
     const key = committed.idempotency_key as string;
@@ -77,7 +62,7 @@ describe.each<HarnessStore>(["sqlite", "postgres"])("a reduced operation (%s)", 
     expect(retry.at(-1)!.type).toBe("run.completed");
     expect(retry.find((event) => event.type === "tool.result")).toMatchObject({ reused: true, is_error: false });
     expect(retry.map((event) => event.type)).not.toContain("tool.prepared");
-    expect(sends).toBe(1);
+    expect(email.sends()).toBe(1);
     const toolMessage = (await h.api(`/v1/threads/${retryThread}/history`)).body.messages.find((message: any) => message.role === "tool");
     expect(toolMessage.content).toMatch(/already done for this action \(committed\)/);
     // Still one row for the key, still reduced.
