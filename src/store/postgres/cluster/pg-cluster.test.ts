@@ -3,6 +3,7 @@
  * and in order (across attempts, and through the fallback read when no NOTIFY comes), control
  * messages and wake-ups reach every process, and only ended runs' logs are pruned.
  */
+import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createId, type RunEvent, type RunEventDraft } from "../../../core/index.js";
 import type { Logger } from "../../../core/logger.js";
@@ -54,6 +55,18 @@ function until(buffer: RunEventBuffer, predicate: () => boolean): Promise<void> 
 
 const delta = (runId: string, text: string): RunEventDraft => ({ type: "message.delta", run_id: runId, message_id: "msg_1", text });
 
+/** A connection of its own to the test database: writes to the shared log behind the clusters' backs. */
+async function openLog(): Promise<{ client: pg.Client; insert<E extends { seq: number }>(runId: string, event: E): Promise<unknown>; close(): Promise<void> }> {
+  const client = new pg.Client({ connectionString: TEST_PG_URL });
+  await client.connect();
+  return {
+    client,
+    insert: (runId, event) =>
+      client.query(`INSERT INTO ${store.schema}.run_events (tenant_id, run_id, seq, event, at) VALUES ($1, $2, $3, $4, 0)`, [T, runId, event.seq, JSON.stringify(event)]),
+    close: () => client.end(),
+  };
+}
+
 /** The next warning a test's cluster logs goes here. */
 let onWarning: ((message: string) => void) | undefined;
 const warningLogger: Logger = { info: () => {}, error: () => {}, warn: (_fields, message) => onWarning?.(message) };
@@ -104,18 +117,11 @@ describe("PgCluster", () => {
     const buffer = await reader.follow(readerHub, T, runId, 1);
     expect(buffer.isEmpty).toBe(true);
     // Written behind the cluster's back: no NOTIFY.
-    const { default: pg } = await import("pg");
-    const client = new pg.Client({ connectionString: TEST_PG_URL });
-    await client.connect();
+    const log = await openLog();
     try {
-      const started = { type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 1, status: "running", seq: 1 };
-      await client.query(`INSERT INTO ${store.schema}.run_events (tenant_id, run_id, seq, event, at) VALUES ($1, $2, 1, $3, 0)`, [
-        T,
-        runId,
-        JSON.stringify(started),
-      ]);
+      await log.insert(runId, { type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 1, status: "running", seq: 1 });
     } finally {
-      await client.end();
+      await log.close();
     }
     await until(buffer, () => buffer.lastSeq === 1);
     expect(buffer.eventsBetween(0, 1)[0]).toMatchObject({ type: "run.started", seq: 1 });
@@ -127,11 +133,9 @@ describe("PgCluster", () => {
     const readerHub = new EventHub();
     const buffer = await reader.follow(readerHub, T, runId, 1);
     const event = (seq: number, text: string) => JSON.stringify({ ...delta(runId, text), seq });
-    const { default: pg } = await import("pg");
-    const client = new pg.Client({ connectionString: TEST_PG_URL });
-    await client.connect();
+    const log = await openLog();
     const notify = (events: [number, string][]) =>
-      client.query("SELECT pg_notify($1, $2)", [`tidemark_${store.schema}_events`, JSON.stringify({ events: events.map(([seq, json]) => [T, runId, seq, json]) })]);
+      log.client.query("SELECT pg_notify($1, $2)", [`tidemark_${store.schema}_events`, JSON.stringify({ events: events.map(([seq, json]) => [T, runId, seq, json]) })]);
     try {
       // Seq 1 is nowhere in the log: only the notice can have delivered it.
       await notify([[1, event(1, "carried")]]);
@@ -139,13 +143,13 @@ describe("PgCluster", () => {
       expect(buffer.eventsBetween(0, 1)[0]).toMatchObject({ seq: 1, text: "carried" });
       // Seq 2 was missed: a notice with seq 3 alone is not appended over the gap; the log is read instead.
       for (const [seq, text] of [[2, "from the log"], [3, "from the log too"]] as const) {
-        await client.query(`INSERT INTO ${store.schema}.run_events (tenant_id, run_id, seq, event, at) VALUES ($1, $2, $3, $4, 0)`, [T, runId, seq, event(seq, text)]);
+        await log.insert(runId, { ...delta(runId, text), seq });
       }
       await notify([[3, event(3, "not this copy")]]);
       await until(buffer, () => buffer.lastSeq === 3);
       expect(buffer.eventsBetween(1, 3).map((appended) => (appended as { text?: string }).text)).toEqual(["from the log", "from the log too"]);
     } finally {
-      await client.end();
+      await log.close();
     }
     readerHub.clear();
   });
@@ -157,14 +161,10 @@ describe("PgCluster", () => {
     const warned = new Promise<string>((resolve) => (onWarning = resolve));
     const lateWriter = await createPgCluster({ url: TEST_PG_URL, schema: store.schema, eventPollMs: 50, logger: warningLogger });
     let isLateWriterClosed = false;
-    const { default: pg } = await import("pg");
-    const client = new pg.Client({ connectionString: TEST_PG_URL });
-    await client.connect();
-    const insert = (event: Record<string, unknown>) =>
-      client.query(`INSERT INTO ${store.schema}.run_events (tenant_id, run_id, seq, event, at) VALUES ($1, $2, $3, $4, 0)`, [T, runId, event.seq, JSON.stringify(event)]);
+    const log = await openLog();
     try {
-      await insert({ type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 1, status: "running", seq: 1 });
-      await insert({ type: "run.cancelled", run_id: runId, reason: "user_requested", seq: 2 });
+      await log.insert(runId, { type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 1, status: "running", seq: 1 });
+      await log.insert(runId, { type: "run.cancelled", run_id: runId, reason: "user_requested", seq: 2 });
       const readerHub = new EventHub();
       const buffer = await reader.follow(readerHub, T, runId, 1, 2);
       // This process's own events of the attempt, emitted before it lost the run, reach the database only now.
@@ -175,7 +175,7 @@ describe("PgCluster", () => {
       lateWriter.publishEvent(T, { ...delta(runId, "later still"), seq: 4 } as unknown as RunEvent);
       await lateWriter.close();
       isLateWriterClosed = true;
-      const { rows } = await client.query<{ seq: string; event: string }>(`SELECT seq, event FROM ${store.schema}.run_events WHERE run_id = $1 ORDER BY seq`, [runId]);
+      const { rows } = await log.client.query<{ seq: string; event: string }>(`SELECT seq, event FROM ${store.schema}.run_events WHERE run_id = $1 ORDER BY seq`, [runId]);
       expect(rows.map((row) => [Number(row.seq), (JSON.parse(row.event) as RunEvent).type])).toEqual([
         [1, "run.started"],
         [2, "run.cancelled"],
@@ -184,7 +184,7 @@ describe("PgCluster", () => {
       expect(buffer.lastSeq).toBe(2);
       readerHub.clear();
     } finally {
-      await client.end();
+      await log.close();
       if (!isLateWriterClosed) await lateWriter.close();
     }
   });
@@ -196,14 +196,10 @@ describe("PgCluster", () => {
       { ...delta(runId, "committed, answer lost"), seq: 2 },
       { ...delta(runId, "the next one"), seq: 3 },
     ] as unknown as RunEvent[];
-    const { default: pg } = await import("pg");
-    const client = new pg.Client({ connectionString: TEST_PG_URL });
-    await client.connect();
+    const log = await openLog();
     try {
       // The first two are in the log exactly as this process sends them.
-      for (const event of events.slice(0, 2)) {
-        await client.query(`INSERT INTO ${store.schema}.run_events (tenant_id, run_id, seq, event, at) VALUES ($1, $2, $3, $4, 0)`, [T, runId, event.seq, JSON.stringify(event)]);
-      }
+      for (const event of events.slice(0, 2)) await log.insert(runId, event);
       for (const event of events) writer.publishEvent(T, event);
       const hub = new EventHub();
       const buffer = await reader.follow(hub, T, runId, 1, 3);
@@ -213,7 +209,7 @@ describe("PgCluster", () => {
       expect(buffer.eventsBetween(0, 4).map((event) => (event as { text?: string }).text ?? event.type)).toEqual(["run.started", "committed, answer lost", "the next one", "and after"]);
       hub.clear();
     } finally {
-      await client.end();
+      await log.close();
     }
   });
 
@@ -221,18 +217,14 @@ describe("PgCluster", () => {
     const runId = createId("run");
     const warned = new Promise<string>((resolve) => (onWarning = resolve));
     const follower = await createPgCluster({ url: TEST_PG_URL, schema: store.schema, eventPollMs: 50, logger: warningLogger });
-    const { default: pg } = await import("pg");
-    const client = new pg.Client({ connectionString: TEST_PG_URL });
-    await client.connect();
+    const log = await openLog();
     try {
       const events = [
         { type: "run.started", run_id: runId, thread_id: "thr_x", attempt: 1, status: "running", seq: 1 },
         { type: "run.cancelled", run_id: runId, reason: "user_requested", seq: 2 },
         { ...delta(runId, "written after the end by a process that had lost the run"), seq: 3 },
       ];
-      for (const event of events) {
-        await client.query(`INSERT INTO ${store.schema}.run_events (tenant_id, run_id, seq, event, at) VALUES ($1, $2, $3, $4, 0)`, [T, runId, event.seq, JSON.stringify(event)]);
-      }
+      for (const event of events) await log.insert(runId, event);
       const hub = new EventHub();
       const buffer = await follower.follow(hub, T, runId, 1);
       expect(buffer.terminalEvent).toMatchObject({ seq: 2, type: "run.cancelled" });
@@ -240,7 +232,7 @@ describe("PgCluster", () => {
       expect(await warned).toContain("after the terminal one");
       hub.clear();
     } finally {
-      await client.end();
+      await log.close();
       await follower.close();
     }
   });
