@@ -82,6 +82,36 @@ export function openSizeInspector(path: string): { usedBytes(): number; payloadB
   };
 }
 
+/**
+ * One consequential action through the operation ledger as a tool call makes it: prepared, its
+ * commit begun, `send` run, and its result recorded as committed.
+ */
+export async function commitThroughLedger(
+  store: Store,
+  action: { tenantId: string; threadId: string; runId: string; toolCallId: string; idempotencyKey: string; input: unknown },
+  send: () => Promise<unknown>,
+): Promise<void> {
+  const { tenantId, runId } = action;
+  const prepared = await store.prepareOperation({
+    tenantId,
+    opId: createId("op"),
+    threadId: action.threadId,
+    runId,
+    toolName: "send_email",
+    toolCallId: action.toolCallId,
+    idempotencyKey: action.idempotencyKey,
+    input: JSON.stringify(action.input),
+    preview: null,
+    checkpointId: createId("cp"),
+    now: Date.now(),
+  });
+  if (prepared.kind !== "prepared") throw new Error(`prepare: ${prepared.kind}`);
+  const begun = await store.beginCommit({ tenantId, opId: prepared.operation.opId, runId, now: Date.now() });
+  if (begun.kind !== "committing") throw new Error("beginCommit refused");
+  const result = await send();
+  await store.finishOperation({ tenantId, opId: prepared.operation.opId, phase: "committed", result, now: Date.now() });
+}
+
 /** A run accepted on `threadId` and claimed by the benchmark, ready to publish through the Store API. */
 export async function startClaimedRun(store: Store, tenantId: string, threadId: string, content: string): Promise<RunRecord> {
   const now = Date.now();

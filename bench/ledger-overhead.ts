@@ -10,7 +10,7 @@ import { createSqliteStore } from "../src/store/sqlite/index.js";
 import { createDemoOutbox } from "../src/tools/demo-outbox.js";
 import type { Benchmark, BenchmarkResult } from "./benchmark.js";
 import { compared } from "./benchmark.js";
-import { createTempDir, startClaimedRun } from "./bench-support.js";
+import { commitThroughLedger, createTempDir, startClaimedRun } from "./bench-support.js";
 import { median, round, summarize } from "./statistics.js";
 
 const TENANT = "bench";
@@ -39,24 +39,8 @@ export const ledgerOverhead: Benchmark = {
       const throughLedger = async (): Promise<number> => {
         const start = performance.now();
         const key = `ledger-${sequence++}`;
-        const prepared = await store.prepareOperation({
-          tenantId: TENANT,
-          opId: createId("op"),
-          threadId: thread.threadId,
-          runId,
-          toolName: "send_email",
-          toolCallId: `call_${sequence}`,
-          idempotencyKey: key,
-          input: JSON.stringify(message),
-          preview: null,
-          checkpointId: createId("cp"),
-          now: Date.now(),
-        });
-        if (prepared.kind !== "prepared") throw new Error(`prepare: ${prepared.kind}`);
-        const begun = await store.beginCommit({ tenantId: TENANT, opId: prepared.operation.opId, runId, now: Date.now() });
-        if (begun.kind !== "committing") throw new Error("beginCommit refused");
-        const result = await outbox.send({ ...message, idempotencyKey: key });
-        await store.finishOperation({ tenantId: TENANT, opId: prepared.operation.opId, phase: "committed", result, now: Date.now() });
+        const action = { tenantId: TENANT, threadId: thread.threadId, runId, toolCallId: `call_${sequence}`, idempotencyKey: key, input: message };
+        await commitThroughLedger(store, action, () => outbox.send({ ...message, idempotencyKey: key }));
         return performance.now() - start;
       };
 

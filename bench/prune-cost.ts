@@ -6,7 +6,7 @@ import { createDemoModel, createRuntime, DEFAULT_PRUNE_BATCH_SIZE, RetentionPrun
 import { startTidemark, type Tidemark } from "../src/start-tidemark.js";
 import type { Store } from "../src/store/index.js";
 import { createSqliteStore } from "../src/store/sqlite/index.js";
-import { createTempDir, startClaimedRun, withTimeout } from "./bench-support.js";
+import { commitThroughLedger, createTempDir, requestJson, startClaimedRun, withTimeout } from "./bench-support.js";
 import { compared, type Benchmark, type BenchmarkResult, type Figure } from "./benchmark.js";
 import { createAbortProbe, startStreamingRun } from "./cancel-latency.js";
 import { consumeSse } from "./consume-sse.js";
@@ -65,23 +65,8 @@ async function seedOperations(store: Store): Promise<void> {
   const thread = await store.createThread({ tenantId: TENANT, threadId: createId("thr"), checkpointId: createId("cp"), metadata: {}, now: Date.now() });
   const runId = (await startClaimedRun(store, TENANT, thread.threadId, "operations")).runId;
   for (let index = 0; index < SEED_OPERATIONS; index++) {
-    const prepared = await store.prepareOperation({
-      tenantId: TENANT,
-      opId: createId("op"),
-      threadId: thread.threadId,
-      runId,
-      toolName: "send_email",
-      toolCallId: `call_${index}`,
-      idempotencyKey: `seed-${index}`,
-      input: JSON.stringify({ to: "someone@example.com", body: "x".repeat(200) }),
-      preview: null,
-      checkpointId: createId("cp"),
-      now: Date.now(),
-    });
-    if (prepared.kind !== "prepared") throw new Error(`prepare: ${prepared.kind}`);
-    const begun = await store.beginCommit({ tenantId: TENANT, opId: prepared.operation.opId, runId, now: Date.now() });
-    if (begun.kind !== "committing") throw new Error("beginCommit refused");
-    await store.finishOperation({ tenantId: TENANT, opId: prepared.operation.opId, phase: "committed", result: { sent: true }, now: Date.now() });
+    const action = { tenantId: TENANT, threadId: thread.threadId, runId, toolCallId: `call_${index}`, idempotencyKey: `seed-${index}`, input: { to: "someone@example.com", body: "x".repeat(200) } };
+    await commitThroughLedger(store, action, async () => ({ sent: true }));
   }
 }
 
@@ -169,11 +154,7 @@ interface PhaseSample {
 
 /** One stream over HTTP (thread + run created, events read to the end) on a started server. */
 async function streamOnce(tidemark: Tidemark): Promise<{ deltasPerSecond: number; cpuMicrosPerDelta: number }> {
-  const post = async (path: string, body: unknown) => {
-    const response = await fetch(`${tidemark.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-    if (response.status !== 201) throw new Error(`POST ${path} answered ${response.status}`);
-    return (await response.json()) as Record<string, unknown>;
-  };
+  const post = (path: string, body: unknown) => requestJson<Record<string, unknown>>("POST", `${tidemark.url}${path}`, body, [201]);
   const startedAt = performance.now();
   const cpu = process.cpuUsage();
   const thread = await post("/v1/threads", {});

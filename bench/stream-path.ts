@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { createId } from "../src/core/index.js";
 import { createDemoModel, silentLogger, type ChatModel } from "../src/runtime/index.js";
 import { startTidemark, type Tidemark } from "../src/start-tidemark.js";
-import { createTempDir } from "./bench-support.js";
+import { createTempDir, requestJson } from "./bench-support.js";
 import { compared, type Benchmark, type BenchmarkResult } from "./benchmark.js";
 import { consumeSse, type SseConsumption } from "./consume-sse.js";
 import { median, round } from "./statistics.js";
@@ -84,15 +84,7 @@ async function rawRepetition(url: string): Promise<Sample> {
 
 /** Executor → buffer → SSE → client: create a thread and a run over HTTP, then read its events. */
 async function tidemarkRepetition(tidemark: Tidemark): Promise<Sample> {
-  const post = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
-    const response = await fetch(`${tidemark.url}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    if (response.status !== 201) throw new Error(`POST ${path} answered ${response.status}`);
-    return (await response.json()) as Record<string, unknown>;
-  };
+  const post = (path: string, body: unknown) => requestJson<Record<string, unknown>>("POST", `${tidemark.url}${path}`, body, [201]);
   const startedAt = performance.now();
   const cpu = process.cpuUsage();
   const thread = await post("/v1/threads", {});
