@@ -58,36 +58,16 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleModelOption
 
   return {
     id: options.id ?? `openai-compatible:${options.model}`,
-    async *stream(request: ModelRequest, { signal }): AsyncGenerator<ModelStreamPart> {
-      signal.throwIfAborted();
-      const cancel = registerProviderCancel(options.cancel, signal, onBackgroundError);
-      try {
-        const response = await post(
-          {
-            model: options.model,
-            messages: request.messages.map(toOpenAIMessage),
-            stream: true,
-            stream_options: { include_usage: true },
-            ...(options.maxOutputTokens ? { max_tokens: options.maxOutputTokens } : {}),
-            ...(request.tools?.length
-              ? {
-                  tools: request.tools.map((tool) => ({
-                    type: "function",
-                    function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
-                  })),
-                }
-              : {}),
-            ...(request.responseFormat
-              ? { response_format: { type: "json_schema", json_schema: { name: request.responseFormat.name, schema: request.responseFormat.schema } } }
-              : {}),
-          },
-          signal,
-          cancel.headers,
-        );
-        yield* readChatCompletionStream(response.chunks(), signal);
-      } finally {
-        cancel.release();
-      }
+    stream(request: ModelRequest, { signal }): AsyncGenerator<ModelStreamPart> {
+      let cancel: ReturnType<typeof registerProviderCancel> | undefined;
+      const open = async (): Promise<AsyncIterable<string>> => {
+        signal.throwIfAborted();
+        cancel = registerProviderCancel(options.cancel, signal, onBackgroundError);
+        const response = await post(chatCompletionBody(options, request), signal, cancel.headers);
+        return response.chunks();
+      };
+      // The reader opens the request itself: one generator between the socket and the run, not two.
+      return readChatCompletion(open, signal, () => cancel?.release());
     },
     async title(firstUserMessage, { signal }) {
       const response = await post(
@@ -111,6 +91,28 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleModelOption
   };
 }
 
+/** A streaming chat-completions request's body. */
+function chatCompletionBody(options: OpenAICompatibleModelOptions, request: ModelRequest): Record<string, unknown> {
+  return {
+    model: options.model,
+    messages: request.messages.map(toOpenAIMessage),
+    stream: true,
+    stream_options: { include_usage: true },
+    ...(options.maxOutputTokens ? { max_tokens: options.maxOutputTokens } : {}),
+    ...(request.tools?.length
+      ? {
+          tools: request.tools.map((tool) => ({
+            type: "function",
+            function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
+          })),
+        }
+      : {}),
+    ...(request.responseFormat
+      ? { response_format: { type: "json_schema", json_schema: { name: request.responseFormat.name, schema: request.responseFormat.schema } } }
+      : {}),
+  };
+}
+
 interface ChunkDelta {
   content?: string | null;
   tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[];
@@ -123,62 +125,75 @@ interface Chunk {
 }
 
 /** Reads a chat-completions SSE body (text chunks) into stream parts; tool calls are emitted once complete. */
-export async function* readChatCompletionStream(body: AsyncIterable<string>, signal: AbortSignal): AsyncGenerator<ModelStreamPart> {
-  const pending: Chunk[] = [];
-  let isDone = false;
-  const parser = createParser({
-    onEvent(event) {
-      if (event.data === "[DONE]") isDone = true;
-      else pending.push(JSON.parse(event.data) as Chunk);
-    },
-  });
-  const toolCalls = new Map<number, { id: string; name: string; arguments: string }>();
-  let finishReason: FinishReason = "other";
-  let usage: ModelUsage | undefined;
-  const chunks = body[Symbol.asyncIterator]();
+export function readChatCompletionStream(body: AsyncIterable<string>, signal: AbortSignal): AsyncGenerator<ModelStreamPart> {
+  return readChatCompletion(async () => body, signal);
+}
+
+/** {@link readChatCompletionStream} of the body `open` gives; `release` runs once the reading is over, however it ended. */
+async function* readChatCompletion(open: () => Promise<AsyncIterable<string>>, signal: AbortSignal, release?: () => void): AsyncGenerator<ModelStreamPart> {
   try {
-    while (!isDone) {
-      let result: IteratorResult<string>;
-      try {
-        result = await chunks.next();
-      } catch (error) {
-        if (signal.aborted) throw signal.reason;
-        throw new ModelError("rejected", "The model provider's stream broke off.", { cause: error });
+    const body = await open();
+    const pending: Chunk[] = [];
+    let isDone = false;
+    const parser = createParser({
+      onEvent(event) {
+        if (event.data === "[DONE]") isDone = true;
+        else pending.push(JSON.parse(event.data) as Chunk);
+      },
+    });
+    const toolCalls = new Map<number, { id: string; name: string; arguments: string }>();
+    let finishReason: FinishReason = "other";
+    let usage: ModelUsage | undefined;
+    const chunks = body[Symbol.asyncIterator]();
+    try {
+      while (!isDone) {
+        let result: IteratorResult<string>;
+        try {
+          result = await chunks.next();
+        } catch (error) {
+          if (signal.aborted) throw signal.reason;
+          throw new ModelError("rejected", "The model provider's stream broke off.", { cause: error });
+        }
+        if (result.done) break;
+        parser.feed(result.value);
+        // By index, then emptied: no array a chunk.
+        for (let index = 0; index < pending.length; index++) {
+          const chunk = pending[index]!;
+          if (chunk.error) {
+            const status = Number(chunk.error.code);
+            throw ModelError.fromStatus(Number.isInteger(status) && status >= 400 ? status : 502, { cause: new Error(chunk.error.message) });
+          }
+          const choice = chunk.choices?.[0];
+          const text = choice?.delta?.content;
+          if (text) yield { type: "text-delta", text };
+          for (const call of choice?.delta?.tool_calls ?? []) {
+            const entry = toolCalls.get(call.index) ?? { id: "", name: "", arguments: "" };
+            if (call.id) entry.id = call.id;
+            if (call.function?.name) entry.name += call.function.name;
+            if (call.function?.arguments) entry.arguments += call.function.arguments;
+            toolCalls.set(call.index, entry);
+          }
+          if (choice?.finish_reason) finishReason = mapFinishReason(choice.finish_reason);
+          if (chunk.usage) {
+            usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0, isEstimated: false };
+          }
+        }
+        pending.length = 0;
       }
-      if (result.done) break;
-      parser.feed(result.value);
-      for (const chunk of pending.splice(0)) {
-        if (chunk.error) {
-          const status = Number(chunk.error.code);
-          throw ModelError.fromStatus(Number.isInteger(status) && status >= 400 ? status : 502, { cause: new Error(chunk.error.message) });
-        }
-        const choice = chunk.choices?.[0];
-        const text = choice?.delta?.content;
-        if (text) yield { type: "text-delta", text };
-        for (const call of choice?.delta?.tool_calls ?? []) {
-          const entry = toolCalls.get(call.index) ?? { id: "", name: "", arguments: "" };
-          if (call.id) entry.id = call.id;
-          if (call.function?.name) entry.name += call.function.name;
-          if (call.function?.arguments) entry.arguments += call.function.arguments;
-          toolCalls.set(call.index, entry);
-        }
-        if (choice?.finish_reason) finishReason = mapFinishReason(choice.finish_reason);
-        if (chunk.usage) {
-          usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0, isEstimated: false };
-        }
-      }
+    } finally {
+      // A consumer that stops reading (break, return, an error), or a [DONE] before the body's end, closes the upstream request.
+      await chunks.return?.();
     }
+    if (!isDone && finishReason === "other" && toolCalls.size === 0 && usage === undefined) {
+      throw new ModelError("rejected", "The model provider's stream ended early.");
+    }
+    for (const [index, call] of [...toolCalls].sort(([a], [b]) => a - b)) {
+      yield { type: "tool-call", toolCall: { toolCallId: call.id || `call_${index}`, toolName: call.name, input: call.arguments || "{}" } };
+    }
+    yield { type: "finish", finishReason, usage };
   } finally {
-    // A consumer that stops reading (break, return, an error), or a [DONE] before the body's end, closes the upstream request.
-    await chunks.return?.();
+    release?.();
   }
-  if (!isDone && finishReason === "other" && toolCalls.size === 0 && usage === undefined) {
-    throw new ModelError("rejected", "The model provider's stream ended early.");
-  }
-  for (const [index, call] of [...toolCalls].sort(([a], [b]) => a - b)) {
-    yield { type: "tool-call", toolCall: { toolCallId: call.id || `call_${index}`, toolName: call.name, input: call.arguments || "{}" } };
-  }
-  yield { type: "finish", finishReason, usage };
 }
 
 function mapFinishReason(reason: string): FinishReason {

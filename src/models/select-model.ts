@@ -6,8 +6,9 @@ import type { ChatModel } from "../core/model.js";
 import { fromAISDKModel } from "./ai-sdk-model.js";
 import { createOpenAICompatibleModel } from "./openai-compatible-model.js";
 import type { ProviderCancelOptions } from "./provider-cancel.js";
-import { withIdleTimeout } from "./with-idle-timeout.js";
-import { withRetries } from "./with-retries.js";
+import { withResilience } from "./resilient-stream.js";
+import { DEFAULT_IDLE_TIMEOUT_MS } from "./with-idle-timeout.js";
+import { retryPolicy } from "./with-retries.js";
 
 /** The model names `tidemark serve --model` understands. */
 export const MODEL_SPECS = ["demo", "openai-compatible:<model>", "openai:<model>", "anthropic:<model>"] as const;
@@ -45,8 +46,8 @@ export function selectModel(spec: string, env: Record<string, string | undefined
   const cancelUrl = httpUrl(env, "TIDEMARK_PROVIDER_CANCEL_URL");
   const cancel: ProviderCancelOptions | undefined = cancelUrl ? { url: cancelUrl, tokenHeader: setting(env, "TIDEMARK_PROVIDER_CANCEL_HEADER") } : undefined;
   const idleTimeoutMs = number("TIDEMARK_PROVIDER_IDLE_TIMEOUT_MS");
-  // A stall counts as a retryable failure: inside the retries, so one before the first token is retried.
-  const resilient = (model: ChatModel): ChatModel => withRetries(withIdleTimeout(model, { idleTimeoutMs }));
+  // withRetries over withIdleTimeout, in one layer: a stall is a retryable failure, so one before the first token is retried.
+  const resilient = (model: ChatModel): ChatModel => withResilience(model, { retries: retryPolicy(), idleTimeoutMs: idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS });
   switch (provider) {
     case "openai-compatible": {
       const baseURL = httpUrl(env, "TIDEMARK_OPENAI_BASE_URL");

@@ -18,21 +18,27 @@ export class UpstreamBody implements AsyncIterableIterator<string> {
   #heldChars = 0;
   #isEnded = false;
   #error: unknown;
-  #wake: (() => void) | undefined;
+  /** The reader's `next()` while nothing is held: the next chunk, the end or the failure settles it directly. */
+  #resolveNext: ((result: IteratorResult<string>) => void) | undefined;
+  #rejectNext: ((error: unknown) => void) | undefined;
 
   constructor(response: IncomingMessage, release: () => void) {
     this.#response = response;
     this.#release = release;
     response.setEncoding("utf8");
     response.on("data", (chunk: string) => {
+      const resolve = this.#takeNext();
+      if (resolve) {
+        resolve({ value: chunk, done: false });
+        return;
+      }
       this.#chunks.push(chunk);
       this.#heldChars += chunk.length;
       if (this.#heldChars >= PAUSE_AT_CHARS) response.pause();
-      this.#notify();
     });
     response.once("end", () => {
       this.#isEnded = true;
-      this.#notify();
+      this.#takeNext()?.({ value: undefined, done: true });
     });
     response.once("error", (error) => this.#fail(error));
     // Closed without its end and without an error: the connection was lost mid-body.
@@ -41,18 +47,19 @@ export class UpstreamBody implements AsyncIterableIterator<string> {
     });
   }
 
-  async next(): Promise<IteratorResult<string>> {
-    for (;;) {
-      if (this.#chunks.length > 0) {
-        const value = this.#chunks.shift()!;
-        this.#heldChars -= value.length;
-        if (this.#heldChars < RESUME_BELOW_CHARS && this.#response.isPaused()) this.#response.resume();
-        return { value, done: false };
-      }
-      if (this.#error !== undefined) throw this.#error;
-      if (this.#isEnded) return { value: undefined, done: true };
-      await new Promise<void>((resolve) => (this.#wake = resolve));
+  next(): Promise<IteratorResult<string>> {
+    if (this.#chunks.length > 0) {
+      const value = this.#chunks.shift()!;
+      this.#heldChars -= value.length;
+      if (this.#heldChars < RESUME_BELOW_CHARS && this.#response.isPaused()) this.#response.resume();
+      return Promise.resolve({ value, done: false });
     }
+    if (this.#error !== undefined) return Promise.reject(this.#error);
+    if (this.#isEnded) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => {
+      this.#resolveNext = resolve;
+      this.#rejectNext = reject;
+    });
   }
 
   return(): Promise<IteratorResult<string>> {
@@ -66,12 +73,15 @@ export class UpstreamBody implements AsyncIterableIterator<string> {
 
   #fail(error: unknown): void {
     this.#error ??= error;
-    this.#notify();
+    const reject = this.#rejectNext;
+    if (this.#takeNext()) reject!(this.#error);
   }
 
-  #notify(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
+  /** The waiting `next()`'s resolve, if one waits; from now on it does not. */
+  #takeNext(): ((result: IteratorResult<string>) => void) | undefined {
+    const resolve = this.#resolveNext;
+    this.#resolveNext = undefined;
+    this.#rejectNext = undefined;
+    return resolve;
   }
 }

@@ -1,6 +1,5 @@
-import { abortableDelay } from "../core/abortable-delay.js";
-import type { ChatModel, ModelStreamPart } from "../core/model.js";
-import { ModelError } from "../core/model-error.js";
+import type { ChatModel } from "../core/model.js";
+import { withResilience, type RetryPolicy } from "./resilient-stream.js";
 
 /** Options for {@link withRetries}. */
 export interface RetryOptions {
@@ -19,29 +18,10 @@ export interface RetryOptions {
  * glued to a second one.
  */
 export function withRetries(model: ChatModel, options: RetryOptions = {}): ChatModel {
-  const maxRetries = options.maxRetries ?? 3;
-  const baseDelayMs = options.baseDelayMs ?? 250;
-  const maxDelayMs = options.maxDelayMs ?? 8_000;
-  return {
-    id: model.id,
-    title: model.title?.bind(model),
-    async *stream(request, { signal }): AsyncGenerator<ModelStreamPart> {
-      for (let attempt = 0; ; attempt++) {
-        let hasStreamed = false;
-        try {
-          for await (const part of model.stream(request, { signal })) {
-            hasStreamed = true;
-            yield part;
-          }
-          return;
-        } catch (error) {
-          if (signal.aborted) throw signal.reason;
-          const isRetryable = ModelError.isInstance(error) && error.kind === "retryable";
-          if (hasStreamed || !isRetryable || attempt >= maxRetries) throw error;
-          const backoff = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt * (0.8 + Math.random() * 0.4));
-          await abortableDelay(Math.min(maxDelayMs, Math.max(backoff, error.retryAfterMs ?? 0)), signal);
-        }
-      }
-    },
-  };
+  return withResilience(model, { retries: retryPolicy(options), idleTimeoutMs: 0 });
+}
+
+/** The policy `options` describe, with the defaults filled in. */
+export function retryPolicy(options: RetryOptions = {}): RetryPolicy {
+  return { maxRetries: options.maxRetries ?? 3, baseDelayMs: options.baseDelayMs ?? 250, maxDelayMs: options.maxDelayMs ?? 8_000 };
 }
