@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { RunEventBuffer } from "./run-event-buffer.js";
+import { createSseBodyWriter } from "./sse-body-writer.js";
 import { formatSseComment } from "./sse-frame.js";
 
 /** Options for {@link streamRunEvents}. */
@@ -73,6 +74,7 @@ export function streamRunEvents(response: ServerResponse, firstBuffer: RunEventB
     "x-accel-buffering": "no",
   });
   response.flushHeaders();
+  const body = createSseBodyWriter(response);
 
   const close = (reason: "terminal" | "client_closed"): void => {
     if (isClosed) return;
@@ -86,7 +88,7 @@ export function streamRunEvents(response: ServerResponse, firstBuffer: RunEventB
     unsubscribe();
     clearInterval(heartbeat);
     clearTimeout(stallTimer);
-    response.off("drain", onDrain);
+    body.drains.off("drain", onDrain);
     response.off("close", onClientClose);
   };
 
@@ -118,12 +120,15 @@ export function streamRunEvents(response: ServerResponse, firstBuffer: RunEventB
 
   const flush = (): void => {
     isScheduled = false;
-    while (!isClosed && !isBlocked && cursor < buffer.lastSeq) {
+    if (!isClosed && !isBlocked && cursor < buffer.lastSeq) {
       const batch = buffer.framesAfter(cursor, MAX_BATCH_EVENTS);
       cursor = batch.lastSeq;
-      const isFull = !response.write(batch.text);
+      const isFull = !body.write(batch.text);
       options.onFramesWritten?.(batch.count);
       if (isFull) block();
+      // One batch a turn: a long replay into a socket with room to spare shares the event loop
+      // with the run and with the process's other clients instead of filling the kernel's buffer at once.
+      else if (cursor < buffer.lastSeq) schedule();
     }
     if (!isClosed && buffer.terminalEvent && cursor >= buffer.terminalEvent.seq) close("terminal");
     else if (!isClosed && buffer.successor && cursor >= buffer.lastSeq) follow(buffer.successor);
@@ -152,7 +157,7 @@ export function streamRunEvents(response: ServerResponse, firstBuffer: RunEventB
 
   const block = (): void => {
     isBlocked = true;
-    response.once("drain", onDrain);
+    body.drains.once("drain", onDrain);
     stallTimer = setTimeout(() => cut("stalled"), stallTimeoutMs);
   };
 
@@ -168,7 +173,7 @@ export function streamRunEvents(response: ServerResponse, firstBuffer: RunEventB
 
   let unsubscribe = buffer.subscribe(schedule);
   const heartbeat = setInterval(() => {
-    if (!isBlocked && !isClosed) response.write(formatSseComment("heartbeat"));
+    if (!isBlocked && !isClosed) body.write(formatSseComment("heartbeat"));
   }, heartbeatMs);
   heartbeat.unref();
   response.on("close", onClientClose);
