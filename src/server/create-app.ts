@@ -1,5 +1,4 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import type { Runtime } from "../runtime/index.js";
 import { redactLogger, silentLogger, type Logger } from "../runtime/index.js";
 import type { AppEnv } from "./app-env.js";
@@ -23,6 +22,7 @@ import { OPENAI_PATHS, registerOpenAiCompat } from "./compat/openai/openai-route
 import { openAiErrorShape } from "./compat/openai/openai-error-shape.js";
 import { langGraphErrorShape } from "./compat/langgraph/langgraph-error.js";
 import { registerAgUiRoutes } from "./compat/ag-ui/register-ag-ui-routes.js";
+import { limitBody } from "./limit-body.js";
 
 /** Options for {@link createApp}. */
 export interface AppOptions extends RunRouteOptions {
@@ -75,7 +75,7 @@ export function createApp(given: AppOptions): OpenAPIHono<AppEnv> {
 
   app.use(
     "/v1/*",
-    bodyLimit({
+    limitBody({
       maxSize: options.maxBodyBytes ?? 1024 * 1024,
       onError: (c) => {
         // The rest of the body is not read, so this connection cannot carry another request.

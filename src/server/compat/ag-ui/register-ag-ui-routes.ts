@@ -1,6 +1,5 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
-import { bodyLimit } from "hono/body-limit";
 import { isTerminalStatus, TidemarkError, type RunRecord } from "../../../core/index.js";
 import { runLogFields, silentLogger, type Logger, type Runtime } from "../../../runtime/index.js";
 import type { AppEnv } from "../../app-env.js";
@@ -19,6 +18,7 @@ import { agUiRunKey, resolveAgUiThread } from "./resolve-ag-ui-thread.js";
 import { lastInterruptSeq } from "../resume-paused-run.js";
 import { resumeAgUiRun } from "./resume-ag-ui-run.js";
 import { streamAgUiEvents } from "./stream-ag-ui-events.js";
+import { limitBody } from "../../limit-body.js";
 
 /** Options the AG-UI layer takes from the server's options. */
 export interface AgUiRouteOptions {
@@ -42,7 +42,7 @@ export function registerAgUiRoutes(app: OpenAPIHono<AppEnv>, runtime: Runtime, o
   for (const path of ["/ag-ui", "/ag-ui/*"]) {
     app.use(
       path,
-      bodyLimit({
+      limitBody({
         maxSize: options.maxBodyBytes ?? 1024 * 1024,
         onError: (c) => {
           c.header("connection", "close");

@@ -9,7 +9,6 @@
  * ```
  */
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { silentLogger, type Logger, type Runtime } from "../../../runtime/index.js";
 import type { AppEnv } from "../../app-env.js";
 import { registerLangGraphAssistantRoutes } from "./assistant-routes.js";
@@ -17,6 +16,7 @@ import { createLangGraphAuth } from "./langgraph-auth.js";
 import { createLangGraphErrorHandler, langGraphErrorResponse } from "./langgraph-error.js";
 import { registerLangGraphRunRoutes } from "./run-routes.js";
 import { registerLangGraphThreadRoutes } from "./thread-routes.js";
+import { limitBody } from "../../limit-body.js";
 
 /** What the LangGraph layer takes from the server's options. */
 export interface LangGraphRouteOptions {
@@ -33,7 +33,7 @@ export function registerLangGraphRoutes(app: Hono<AppEnv>, options: LangGraphRou
   const langgraph = new Hono<AppEnv>();
   langgraph.use(
     "*",
-    bodyLimit({
+    limitBody({
       maxSize: options.maxBodyBytes ?? 1024 * 1024,
       onError: (c) => {
         // The rest of the body is not read, so this connection cannot carry another request.

@@ -12,7 +12,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { isTerminalStatus, TidemarkError, type RunRecord } from "../../../core/index.js";
 import { runInBackground, runLogFields, silentLogger, type Logger, type Runtime } from "../../../runtime/index.js";
 import { followEvents } from "../../../stream/index.js";
@@ -26,6 +25,7 @@ import { parseResponseRequest, type ResponseRequest } from "./response-request.j
 import { toResponseStreamEvents } from "./response-stream-events.js";
 import { writeResponseStream } from "./response-stream-writer.js";
 import { responseView, type ResponseView } from "./response-view.js";
+import { limitBody } from "../../limit-body.js";
 
 /** The OpenAI layer's paths; `createApp` wraps them in `openAiErrorShape` before any other middleware. */
 export const OPENAI_PATHS = ["/v1/models/*", "/v1/responses/*"] as const;
@@ -47,7 +47,7 @@ const WAIT_FOR_STOP_MS = 60_000;
 export function registerOpenAiCompat(app: OpenAPIHono<AppEnv>, options: OpenAiCompatOptions): void {
   const { runtime } = options;
   const logger = options.logger ?? silentLogger;
-  const limit = bodyLimit({
+  const limit = limitBody({
     maxSize: options.maxBodyBytes ?? 1024 * 1024,
     onError: (c) => {
       c.header("connection", "close");
