@@ -21,7 +21,7 @@ import { AgentDefinitionError } from "../agents/agent-definition-error.js";
 import { NotUsableForExecutionError } from "./not-usable-for-execution-error.js";
 import { StructuredOutputError } from "./structured-output-error.js";
 import { confirmUnknownOperations } from "./operation-confirmation.js";
-import { readStoppedAt, runAgent } from "./run-agent.js";
+import { readStoppedAt, recentVersionsFrom, runAgent } from "./run-agent.js";
 import { pendingStepOf, type RunExecution } from "./run-execution.js";
 
 /** How a run's execution ended, for the caller's metrics. */
@@ -39,9 +39,9 @@ export async function executeRun(execution: RunExecution): Promise<ExecutionOutc
     // A later attempt follows a lost one, which may have left an action's outcome unknown: ask the
     // tools first, so the model is told what happened (a new run did so when it was created).
     if (run.attempt > 1) await confirmUnknownOperations(execution, run.tenantId, run.threadId);
-    const history = await store.listMessages(run.tenantId, run.threadId);
-    const operations = await store.listOperations(run.tenantId, run.threadId);
-    const stopped = await readStoppedAt(store, run.tenantId, run.threadId, run.baseCheckpointId, run.stateVersion);
+    const view = await store.readExecutionView(run.tenantId, run.threadId, { checkpointsFromVersion: recentVersionsFrom(run.stateVersion) });
+    const { messages: history, operations } = view;
+    const stopped = await readStoppedAt(store, run.tenantId, run.threadId, run.baseCheckpointId, run.stateVersion, view.checkpoints);
     const context = buildModelContext(history, { outcomeFor: outcomeFromLedger(operations) });
     noteStoppedResponse(context, stopped);
     const result = await runAgent(execution, { history, context, stopped });

@@ -118,7 +118,11 @@ async function runStep(
     const value = await step.run(running.context);
     const record = running.record();
     if (record?.kind === "published") {
-      journal.recorded(step.id, { checkpointId: record.checkpointId, messageId: record.published.messageId, result: null, reusedFromRunId: null });
+      journal.recorded(
+        step.id,
+        { checkpointId: record.checkpointId, messageId: record.published.messageId, result: null, reusedFromRunId: null },
+        record.endedRun,
+      );
       return record.published;
     }
     if (record?.kind === "tool") {
@@ -238,10 +242,16 @@ function walkToStop(checkpoints: ReadonlyMap<string, CheckpointRecord>, baseChec
 /** How many versions below the run's the Stop it builds on is looked for, before the whole thread is read. */
 const RECENT_VERSIONS = 16;
 
+/** The oldest version {@link readStoppedAt} looks at first for a run at `nearVersion`. */
+export function recentVersionsFrom(nearVersion: number): number {
+  return Math.max(0, nearVersion - RECENT_VERSIONS);
+}
+
 /**
  * `stoppedAt` for a run of `threadId` whose base is `baseCheckpointId`, at or below `nearVersion`:
  * it reads the thread's last checkpoints only (a turn's cost must not grow with its thread), and
- * all of them only when the walk reaches further back (many edits after a Stop).
+ * all of them only when the walk reaches further back (many edits after a Stop). `recent`: those
+ * last checkpoints (from {@link recentVersionsFrom}), when the caller read them already.
  */
 export async function readStoppedAt(
   store: Store,
@@ -249,8 +259,9 @@ export async function readStoppedAt(
   threadId: string,
   baseCheckpointId: string,
   nearVersion: number,
+  recent?: readonly CheckpointRecord[],
 ): Promise<CheckpointRecord | undefined> {
-  const recent = await store.listCheckpoints(tenantId, threadId, { fromVersion: Math.max(0, nearVersion - RECENT_VERSIONS) });
+  recent ??= await store.listCheckpoints(tenantId, threadId, { fromVersion: recentVersionsFrom(nearVersion) });
   const walk = walkToStop(new Map(recent.map((checkpoint) => [checkpoint.checkpointId, checkpoint])), baseCheckpointId);
   if (!walk.isMissing) return walk.stopped;
   const all = await store.listCheckpoints(tenantId, threadId);

@@ -26,7 +26,10 @@ import type { CancelScope } from "./cancel-scope.js";
 import type { StopState } from "../core/index.js";
 
 /** How a step's own work was made durable, once it was. */
-export type StepRecord = { kind: "published"; published: PublishedStep; checkpointId: string } | { kind: "tool"; outcome: StepToolOutcome; checkpointId: string };
+export type StepRecord =
+  /** `endedRun`: the publication was the run's final one, written with the run's end (which closed every step's row). */
+  | { kind: "published"; published: PublishedStep; checkpointId: string; endedRun: boolean }
+  | { kind: "tool"; outcome: StepToolOutcome; checkpointId: string };
 
 /** A step context plus what the runner needs to know afterwards. */
 export interface RunningStep<Config> {
@@ -134,7 +137,7 @@ export function createStepContext<Config>(execution: RunExecution, options: Step
       execution.activeSteps.delete(stepId);
       options.published(published.message);
       const result: PublishedStep = { messageId: published.message.messageId, content: text, label: published.message.label, format: published.message.format };
-      record = { kind: "published", published: result, checkpointId: published.checkpoint.checkpointId };
+      record = { kind: "published", published: result, checkpointId: published.checkpoint.checkpointId, endedRun: publishOptions.final === true };
       return result;
     },
     collect(source, collectOptions) {

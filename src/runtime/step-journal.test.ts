@@ -81,6 +81,21 @@ describe("StepJournal", () => {
     finishWrite();
   });
 
+  it("writes no row for the end of a step whose publication ended the run: the run's end wrote its row closed", async () => {
+    const { journal, writes, events, finishWrite } = setUp();
+    journal.declare({ stepId: "a", parentStepId: null, title: null, dependsOn: [], inputHash: null });
+    journal.update("a", "in_progress");
+    finishWrite();
+    await new Promise(setImmediate);
+    expect(writes).toHaveLength(1);
+    journal.recorded("a", { checkpointId: "cp_1", messageId: "msg_1", result: null, reusedFromRunId: null }, true);
+    journal.update("a", "completed");
+    // The event goes as always; the row is already what it would write.
+    expect(events.at(-1)).toMatchObject({ type: "step.updated", step_id: "a", status: "completed", checkpoint_id: "cp_1" });
+    await journal.flush();
+    expect(writes).toHaveLength(1);
+  });
+
   it("holds the rows of a run a Stop is ending for its end to write, after the write in flight; rows handed back are written by flush", async () => {
     const { journal, writes, events, finishWrite, stop } = setUp();
     for (const stepId of ["a", "b"]) journal.declare({ stepId, parentStepId: null, title: null, dependsOn: [], inputHash: null });

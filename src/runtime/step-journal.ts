@@ -27,6 +27,8 @@ interface JournalEntry {
   endedAt: number | null;
   error: string | null;
   record: StepRecordRef | null;
+  /** The run's end wrote this step's row closed: its own end needs no row of the journal's. */
+  isClosedByRunEnd: boolean;
 }
 
 /** What the journal writes through. */
@@ -68,13 +70,19 @@ export class StepJournal {
       endedAt: null,
       error: null,
       record: null,
+      isClosedByRunEnd: false,
     });
   }
 
-  /** Notes a step's durable record (its checkpoint), so its row and event name it. */
-  recorded(stepId: string, record: StepRecordRef): void {
+  /**
+   * Notes a step's durable record (its checkpoint), so its row and event name it; `endedRun` when
+   * it was written with the run's end, which closed the step's row (and every other) in the same transaction.
+   */
+  recorded(stepId: string, record: StepRecordRef, endedRun = false): void {
     const entry = this.#entries.get(stepId);
-    if (entry) entry.record = record;
+    if (!entry) return;
+    entry.record = record;
+    entry.isClosedByRunEnd = endedRun;
   }
 
   /** The executor moved a step (or registered it, as `not_started`). */
@@ -100,6 +108,8 @@ export class StepJournal {
       checkpoint_id: status === "completed" ? (entry.record?.checkpointId ?? null) : null,
       reused: entry.record?.reusedFromRunId != null,
     });
+    // Rows are sticky once closed: the run's end already wrote what this one would.
+    if (entry.isClosedByRunEnd && entry.endedAt !== null) return;
     this.#dirty.add(stepId);
     if (!this.#context.isEnding()) this.#write();
   }

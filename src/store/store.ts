@@ -121,6 +121,22 @@ export interface ListThreadsOptions extends CallOptions {
   before?: ThreadListPosition;
 }
 
+/** What a run's execution starts from ({@link Store.readExecutionView}), read as one consistent view. */
+export interface ExecutionView {
+  /** As {@link Store.listMessages} gives them. */
+  messages: MessageRecord[];
+  /** As {@link Store.listOperations} gives them. */
+  operations: OperationRecord[];
+  /** As {@link Store.listCheckpoints} gives them from `checkpointsFromVersion`. */
+  checkpoints: CheckpointRecord[];
+}
+
+/** Options for {@link Store.readExecutionView}. */
+export interface ReadExecutionViewOptions extends CallOptions {
+  /** Only checkpoints at this version or newer: a turn's cost must not grow with its thread. */
+  checkpointsFromVersion: number;
+}
+
 /** Options for {@link Store.listCheckpoints}. */
 export interface ListCheckpointsOptions extends CallOptions {
   /** Only checkpoints at this version or newer. */
@@ -601,6 +617,11 @@ export interface Store {
   listMessages(tenantId: string, threadId: string, options?: ListMessagesOptions): Promise<MessageRecord[]>;
   /** The thread's checkpoints, oldest first; for a branch the fork checkpoint's chain, then its own. */
   listCheckpoints(tenantId: string, threadId: string, options?: ListCheckpointsOptions): Promise<CheckpointRecord[]>;
+  /**
+   * The thread's messages, its operations and its recent checkpoints in one read transaction:
+   * what a run's execution starts from (one lineage read and one transaction, not three).
+   */
+  readExecutionView(tenantId: string, threadId: string, options: ReadExecutionViewOptions): Promise<ExecutionView>;
   /** Creates a branch that shares the lineage up to a checkpoint, in one transaction, O(1) in the prefix. */
   forkThread(input: ForkThreadInput, options?: CallOptions): Promise<ForkThreadResult>;
 

@@ -19,6 +19,7 @@ const CALLS: Record<Exclude<keyof Store, "close">, (store: Store, signal: AbortS
   renameThread: (store, signal) => store.renameThread(TENANT, "thr_a", "t", 1, { signal }),
   listMessages: (store, signal) => store.listMessages(TENANT, "thr_a", { signal }),
   listCheckpoints: (store, signal) => store.listCheckpoints(TENANT, "thr_a", { signal }),
+  readExecutionView: (store, signal) => store.readExecutionView(TENANT, "thr_a", { checkpointsFromVersion: 0, signal }),
   forkThread: (store, signal) =>
     store.forkThread({ tenantId: TENANT, sourceThreadId: "thr_a", fromCheckpointId: "cp_a", threadId: "thr_b", checkpointId: "cp_b", metadata: {}, now: 1 }, { signal }),
   createRun: (store, signal) => store.createRun(fx.runInput("thr_a"), { signal }),

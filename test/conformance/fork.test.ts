@@ -304,4 +304,24 @@ describe.each(adapters)("forkThread ($name)", (adapter) => {
     expect(await ids(source.threadId)).toEqual([shared, later]);
     expect((await checkStore(store)).violations).toEqual([]);
   });
+
+  it("reads an execution's view through the fork point: the three lists as they are read one by one, in one transaction", async () => {
+    const source = await newThread();
+    await turn(source.threadId, "a");
+    await turn(source.threadId, "b");
+    const branch = await forked(source.threadId, (await store.getThread(TENANT, source.threadId))!.headCheckpointId);
+    await turn(branch.threadId, "c");
+    for (const threadId of [source.threadId, branch.threadId]) {
+      const fromVersion = 3;
+      const view = await store.readExecutionView(TENANT, threadId, { checkpointsFromVersion: fromVersion });
+      expect(view).toEqual({
+        messages: await store.listMessages(TENANT, threadId),
+        operations: await store.listOperations(TENANT, threadId),
+        checkpoints: await store.listCheckpoints(TENANT, threadId, { fromVersion }),
+      });
+      expect(view.messages.length).toBeGreaterThan(0);
+      expect(view.checkpoints.every((checkpoint) => checkpoint.stateVersion >= fromVersion)).toBe(true);
+    }
+    expect(await store.readExecutionView(TENANT, createId("thr"), { checkpointsFromVersion: 0 })).toEqual({ messages: [], operations: [], checkpoints: [] });
+  });
 });

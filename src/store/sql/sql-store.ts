@@ -22,6 +22,8 @@ import type {
   ForkThreadInput,
   ForkThreadResult,
   ListCheckpointsOptions,
+  ExecutionView,
+  ReadExecutionViewOptions,
   ListMessagesOptions,
   ListThreadsOptions,
   PrepareOperationInput,
@@ -65,7 +67,18 @@ import { claimQueuedRuns, listCancelledRuns, listRecoverableRuns, releaseLease, 
 import { countQueuedRuns, findRunByIdempotencyKey, listActiveRuns, listThreadsWithWaitingRuns } from "./run-queries.js";
 import { claimRun, finishRun, publishMessage, requestCancel, transitionRun } from "./run-transitions.js";
 import { scanThreads } from "./snapshots.js";
-import { createThread, deleteThread, forkThread, getThread, listCheckpoints, listMessages, listThreads, renameThread, saveTitle } from "./thread-queries.js";
+import {
+  createThread,
+  deleteThread,
+  forkThread,
+  getThread,
+  listCheckpoints,
+  listMessages,
+  listThreads,
+  readExecutionView,
+  renameThread,
+  saveTitle,
+} from "./thread-queries.js";
 import { appendTrace, listTraces } from "./traces.js";
 import { countExpired, pruneExpired } from "./retention.js";
 import { eraseThread, listErasableThreads } from "./thread-erasure.js";
@@ -120,6 +133,11 @@ export class SqlStore implements Store {
   async listCheckpoints(tenantId: string, threadId: string, options: ListCheckpointsOptions = {}): Promise<CheckpointRecord[]> {
     options.signal?.throwIfAborted();
     return listCheckpoints(this.#context, tenantId, threadId, options);
+  }
+
+  async readExecutionView(tenantId: string, threadId: string, options: ReadExecutionViewOptions): Promise<ExecutionView> {
+    options.signal?.throwIfAborted();
+    return readExecutionView(this.#context, tenantId, threadId, options);
   }
 
   async forkThread(input: ForkThreadInput, options: CallOptions = {}): Promise<ForkThreadResult> {

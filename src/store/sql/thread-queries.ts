@@ -4,8 +4,16 @@ import type {
   AcceptedCancelRecord,
   DeleteThreadInput,
   DeleteThreadResult,
-  CreateThreadInput, ForkThreadInput, ForkThreadResult, ListCheckpointsOptions, ListMessagesOptions, ListThreadsOptions } from "../store.js";
-import { levelHolding, prefixLength, readLineage, readLineageCheckpoints, readLineageMessages } from "./lineage.js";
+  CreateThreadInput,
+  ExecutionView,
+  ForkThreadInput,
+  ForkThreadResult,
+  ListCheckpointsOptions,
+  ListMessagesOptions,
+  ListThreadsOptions,
+  ReadExecutionViewOptions,
+} from "../store.js";
+import { levelHolding, prefixLength, readLineage, readLineageCheckpoints, readLineageMessages, readLineageOperations } from "./lineage.js";
 import { toCheckpoint, toRun, toThread } from "../rows.js";
 import { UNDECIDED_CHECKPOINT_FIELDS, type SqlContext } from "./sql-context.js";
 import { acceptCancel } from "./run-transitions.js";
@@ -125,6 +133,24 @@ export async function listCheckpoints(
   return context.transaction(async (tx) => {
     const levels = await readLineage(tx.sql, tenantId, threadId);
     return levels ? readLineageCheckpoints(tx.sql, tenantId, levels, options.fromVersion) : [];
+  }, { readOnly: true });
+}
+
+/** The thread's messages, operations and recent checkpoints, over one lineage read in one transaction. */
+export async function readExecutionView(
+  context: SqlContext,
+  tenantId: string,
+  threadId: string,
+  options: ReadExecutionViewOptions,
+): Promise<ExecutionView> {
+  return context.transaction(async (tx) => {
+    const levels = await readLineage(tx.sql, tenantId, threadId);
+    if (!levels) return { messages: [], operations: [], checkpoints: [] };
+    return {
+      messages: await readLineageMessages(tx, tenantId, levels),
+      operations: await readLineageOperations(tx.sql, tenantId, levels),
+      checkpoints: await readLineageCheckpoints(tx.sql, tenantId, levels, options.checkpointsFromVersion),
+    };
   }, { readOnly: true });
 }
 
