@@ -336,7 +336,8 @@ export interface TraceRecord {
 export type ToolEffect = "none" | "idempotent" | "consequential";
 
 /** Where an external operation is (DESIGN §6). `committed`, `failed` and `abandoned` are final for an attempt. */
-export type OperationPhase = "prepared" | "committing" | "committed" | "failed" | "abandoned" | "outcome_unknown";
+export const OPERATION_PHASES = ["prepared", "committing", "committed", "failed", "abandoned", "outcome_unknown"] as const;
+export type OperationPhase = (typeof OPERATION_PHASES)[number];
 
 /** One external side effect, keyed by its business idempotency key: the operation ledger's row. */
 export interface OperationRecord {

