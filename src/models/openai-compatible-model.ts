@@ -1,6 +1,6 @@
-import { createParser } from "eventsource-parser";
-import type { ChatModel, FinishReason, ModelMessage, ModelRequest, ModelStreamPart, ModelUsage } from "../core/model.js";
+import type { ChatModel, ModelMessage, ModelRequest, ModelStreamPart } from "../core/model.js";
 import { ModelError, parseRetryAfter } from "../core/model-error.js";
+import { ChatCompletionChunks } from "./chat-completion-chunks.js";
 import { postUpstream, type UpstreamResponse } from "./upstream-post.js";
 import { registerProviderCancel, type ProviderCancelOptions } from "./provider-cancel.js";
 
@@ -113,17 +113,6 @@ function chatCompletionBody(options: OpenAICompatibleModelOptions, request: Mode
   };
 }
 
-interface ChunkDelta {
-  content?: string | null;
-  tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[];
-}
-
-interface Chunk {
-  choices?: { delta?: ChunkDelta; finish_reason?: string | null }[];
-  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
-  error?: { code?: number | string; message?: string };
-}
-
 /** Reads a chat-completions SSE body (text chunks) into stream parts; tool calls are emitted once complete. */
 export function readChatCompletionStream(body: AsyncIterable<string>, signal: AbortSignal): AsyncGenerator<ModelStreamPart> {
   return readChatCompletion(async () => body, signal);
@@ -132,84 +121,36 @@ export function readChatCompletionStream(body: AsyncIterable<string>, signal: Ab
 /** {@link readChatCompletionStream} of the body `open` gives; `release` runs once the reading is over, however it ended. */
 async function* readChatCompletion(open: () => Promise<AsyncIterable<string>>, signal: AbortSignal, release?: () => void): AsyncGenerator<ModelStreamPart> {
   try {
-    const body = await open();
-    const pending: Chunk[] = [];
-    let isDone = false;
-    const parser = createParser({
-      onEvent(event) {
-        if (event.data === "[DONE]") isDone = true;
-        else pending.push(JSON.parse(event.data) as Chunk);
-      },
-    });
-    const toolCalls = new Map<number, { id: string; name: string; arguments: string }>();
-    let finishReason: FinishReason = "other";
-    let usage: ModelUsage | undefined;
-    const chunks = body[Symbol.asyncIterator]();
+    const completion = new ChatCompletionChunks();
+    const chunks = (await open())[Symbol.asyncIterator]();
     try {
-      while (!isDone) {
+      while (!completion.isDone) {
         let result: IteratorResult<string>;
         try {
           result = await chunks.next();
         } catch (error) {
-          if (signal.aborted) throw signal.reason;
-          throw new ModelError("rejected", "The model provider's stream broke off.", { cause: error });
+          throw brokenBodyError(error, signal);
         }
         if (result.done) break;
-        parser.feed(result.value);
-        // By index, then emptied: no array a chunk.
-        for (let index = 0; index < pending.length; index++) {
-          const chunk = pending[index]!;
-          if (chunk.error) {
-            const status = Number(chunk.error.code);
-            throw ModelError.fromStatus(Number.isInteger(status) && status >= 400 ? status : 502, { cause: new Error(chunk.error.message) });
-          }
-          const choice = chunk.choices?.[0];
-          const text = choice?.delta?.content;
-          if (text) yield { type: "text-delta", text };
-          for (const call of choice?.delta?.tool_calls ?? []) {
-            const entry = toolCalls.get(call.index) ?? { id: "", name: "", arguments: "" };
-            if (call.id) entry.id = call.id;
-            if (call.function?.name) entry.name += call.function.name;
-            if (call.function?.arguments) entry.arguments += call.function.arguments;
-            toolCalls.set(call.index, entry);
-          }
-          if (choice?.finish_reason) finishReason = mapFinishReason(choice.finish_reason);
-          if (chunk.usage) {
-            usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0, isEstimated: false };
-          }
-        }
-        pending.length = 0;
+        // By index: no iterator a chunk.
+        const texts = completion.feed(result.value);
+        for (let index = 0; index < texts.length; index++) yield { type: "text-delta", text: texts[index]! };
+        completion.throwIfFailed();
       }
     } finally {
       // A consumer that stops reading (break, return, an error), or a [DONE] before the body's end, closes the upstream request.
       await chunks.return?.();
     }
-    if (!isDone && finishReason === "other" && toolCalls.size === 0 && usage === undefined) {
-      throw new ModelError("rejected", "The model provider's stream ended early.");
-    }
-    for (const [index, call] of [...toolCalls].sort(([a], [b]) => a - b)) {
-      yield { type: "tool-call", toolCall: { toolCallId: call.id || `call_${index}`, toolName: call.name, input: call.arguments || "{}" } };
-    }
-    yield { type: "finish", finishReason, usage };
+    for (const part of completion.endParts()) yield part;
   } finally {
     release?.();
   }
 }
 
-function mapFinishReason(reason: string): FinishReason {
-  switch (reason) {
-    case "stop":
-      return "stop";
-    case "length":
-      return "length";
-    case "tool_calls":
-    case "function_call":
-      return "tool-calls";
-    case "content_filter":
-      return "content-filter";
-    default:
-      return "other";
-  }
+/** What a body that broke off throws: the run's own abort when it was that, else the provider's failure. */
+function brokenBodyError(error: unknown, signal: AbortSignal): unknown {
+  if (signal.aborted) return signal.reason;
+  return new ModelError("rejected", "The model provider's stream broke off.", { cause: error });
 }
 
 function toOpenAIMessage(message: ModelMessage): Record<string, unknown> {
