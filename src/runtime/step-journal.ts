@@ -1,4 +1,4 @@
-import type { Clock, RunEventDraft, RunRecord, StepStatus } from "../core/index.js";
+import { TERMINAL_STEP_STATUSES, type Clock, type RunEventDraft, type RunRecord, type StepStatus } from "../core/index.js";
 import { runLogFields, type Logger } from "../core/logger.js";
 import type { StepUpdate, Store } from "../store/index.js";
 
@@ -94,7 +94,8 @@ export class StepJournal {
     const now = this.#context.clock.now();
     entry.status = status;
     if (status === "in_progress") entry.startedAt = now;
-    if (status === "completed" || status === "failed" || status === "cancelled") entry.endedAt = now;
+    const hasEnded = TERMINAL_STEP_STATUSES.includes(status);
+    if (hasEnded) entry.endedAt = now;
     if (error !== undefined && status !== "completed") entry.error = describeStepError(error);
     const run = this.#context.run();
     this.#context.emit({
@@ -109,7 +110,7 @@ export class StepJournal {
       reused: entry.record?.reusedFromRunId != null,
     });
     // Rows are sticky once closed: the run's end already wrote what this one would.
-    if (entry.isClosedByRunEnd && entry.endedAt !== null) return;
+    if (entry.isClosedByRunEnd && hasEnded) return;
     this.#dirty.add(stepId);
     if (!this.#context.isEnding()) this.#write();
   }
