@@ -62,19 +62,20 @@ function backToBackFigures(results: Results["back-to-back"]): Figure[] {
 }
 
 function pacedFigures(results: Results["paced"]): Figure[] {
-  const cpuFloor = { label: "raw", value: round(meanOf(cpuSamples(results.raw)) / 1000, 2) };
+  const cpuFloor = { label: "raw", value: round(median(cpuSamples(results.raw)) / 1000, 2) };
   const rssOf = (peer: PeerName) => round(meanOf(results[peer].outcomes.map((outcome) => outcome.report.maxRssMb)), 0);
   const rssFloor = { label: "raw", value: rssOf("raw") };
   const figures: Figure[] = [
     ...errorFigure("paced", "raw", results.raw),
-    { label: `paced: ${LABELS.raw} CPU for ${PACED.streams} × ${SCENARIOS.paced.chunks} chunks`, value: cpuFloor.value, unit: "s" },
+    { label: `paced: ${LABELS.raw} CPU for ${PACED.streams} × ${SCENARIOS.paced.chunks} chunks (median of ${results.raw.outcomes.length})`, value: cpuFloor.value, unit: "s" },
     { label: `paced: ${LABELS.raw} peak RSS`, value: rssFloor.value, unit: "MB" },
   ];
   for (const peer of PEER_NAMES.slice(1)) {
     figures.push(...errorFigure("paced", peer, results[peer]));
     if (results[peer].outcomes.length === 0) continue;
-    const cpu = round(meanOf(cpuSamples(results[peer])) / 1000, 2);
-    const cpuFigure = compared({ label: `paced: ${LABELS[peer]} CPU`, value: cpu, unit: "s" }, cpuFloor);
+    const cpu = round(median(cpuSamples(results[peer])) / 1000, 2);
+    const samples = results[peer].outcomes.length;
+    const cpuFigure = compared({ label: `paced: ${LABELS[peer]} CPU${samples > 1 ? ` (median of ${samples})` : ""}`, value: cpu, unit: "s" }, cpuFloor);
     figures.push(
       peer === "tidemark" ? { ...cpuFigure, target: "≤ 2.0× raw", isMet: cpu <= 2 * cpuFloor.value } : cpuFigure,
       compared({ label: `paced: ${LABELS[peer]} peak RSS`, value: rssOf(peer), unit: "MB" }, rssFloor),
@@ -203,7 +204,7 @@ export const peerCompare: Benchmark = {
           const clock = await provider.clockOffset(CLOCK_PINGS);
           clockChecks[shape] = { offsetMs: round(clock.offsetMs, 3), rttMs: round(clock.rttMs, 3) };
         }
-        for (const peer of ORDER) {
+        const runChild = async (peer: PeerName): Promise<void> => {
           const startedAt = performance.now();
           const before = takeCpuSnapshot([]);
           try {
@@ -215,6 +216,10 @@ export const peerCompare: Benchmark = {
             results[shape][peer].errors.push(message);
             log(`peer-compare: ${shape}: ${peer} FAILED: ${message.slice(0, 500)}`);
           }
+        };
+        for (const peer of ORDER) await runChild(peer);
+        if (shape === "paced") {
+          for (let round = 0; round < PACED.alternatedRounds; round++) for (const peer of ["tidemark", "raw"] as const) await runChild(peer);
         }
       } finally {
         await provider.close();
@@ -231,7 +236,8 @@ export const peerCompare: Benchmark = {
           "its own process.cpuUsage() (all threads) over the measured stretch and its peak RSS (resourceUsage().maxRSS); Tidemark's child holds the embedded server " +
           "(startTidemark, SQLite, the lean reader as `--model openai-compatible:m` configures it) and the SSE client, so its CPU is server + client. " +
           "Stop: the child stamps absolute time when it presses Stop (abort(), or POST /v1/runs/{id}/cancel for Tidemark) after 20 deltas arrived, waits for its stream to end, " +
-          "then the parent asks the provider child when that request's response closed; one Stop at a time. The raw floor runs first and last; its samples are pooled.",
+          "then the parent asks the provider child when that request's response closed; one Stop at a time. The raw floor runs first and last; its samples are pooled. " +
+          "Paced: after every peer's child, Tidemark and the floor run PACED.alternatedRounds more times each, alternately; CPU figures are medians of the children.",
         clockCheck: { note: "provider clock − bench clock by IPC ping-pong; not applied, the error bound is ± rtt/2", ...clockChecks },
         stopShapePinned: isStopPinned
           ? "yes: the provider on CPU 1, each peer's child on CPU 0 (taskset), so that the provider's wake-up never waits behind the peer's own work; raw and Tidemark again unpinned for reference (stopUnpinned)"
