@@ -67,8 +67,8 @@ async function stopAndContinue(deployment: Deployment, provider: ProviderProcess
 
   // Let some sections finish, then make every later one long.
   await deployment.events(runId, countCompleted(FINISHED_FIRST));
-  const switchedAt = (await provider.snapshot()).requests.length;
-  await provider.setScenario(LONG);
+  // Numbered at the switch itself: a request counted as long is one that got the long scenario.
+  const switchedAt = await provider.setScenario(LONG);
   const open = await provider.waitForOpen(IN_FLIGHT, switchedAt);
   const inFlight = open.requests.filter((request) => request.id > switchedAt && request.socketClosedAt === undefined);
   expect(inFlight).toHaveLength(IN_FLIGHT);

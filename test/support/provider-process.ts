@@ -34,7 +34,11 @@ export interface ProviderProcess {
   waitForOpen(count: number, afterId?: number): Promise<ProviderSnapshot>;
   /** Resolves once no request is open and `cancels` cancel calls arrived. */
   waitForQuiet(cancels: number): Promise<ProviderSnapshot>;
-  setScenario(scenario: TestProviderScenario): Promise<void>;
+  /**
+   * Switches the scenario of requests that arrive from now on; resolves with how many had arrived
+   * before the switch, read in the same turn (every request numbered above it got the new one).
+   */
+  setScenario(scenario: TestProviderScenario): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -64,7 +68,7 @@ const check = () => {
 setInterval(check, 1).unref();
 process.on("message", async (message) => {
   if (message.type === "snapshot") return send({ type: "answer", ticket: message.ticket, snapshot: snapshot() });
-  if (message.type === "scenario") { provider.setScenario(message.scenario); return send({ type: "answer", ticket: message.ticket }); }
+  if (message.type === "scenario") { provider.setScenario(message.scenario); return send({ type: "answer", ticket: message.ticket, requestsBefore: provider.requests.length }); }
   waiters.push(message);
   check();
 });
@@ -85,7 +89,7 @@ export async function startProviderProcess(scenario: TestProviderScenario): Prom
   let nextTicket = 0;
   const ready = new Promise<{ url: string; cancelUrl: string }>((resolve, reject) => {
     child.on("message", (raw) => {
-      const message = raw as { type: string; ticket?: number; url?: string; cancelUrl?: string; snapshot?: ProviderSnapshot };
+      const message = raw as { type: string; ticket?: number; url?: string; cancelUrl?: string; snapshot?: ProviderSnapshot; requestsBefore?: number };
       if (message.type === "ready") return resolve({ url: message.url!, cancelUrl: message.cancelUrl! });
       const answer = answers.get(message.ticket!);
       answers.delete(message.ticket!);
@@ -107,9 +111,7 @@ export async function startProviderProcess(scenario: TestProviderScenario): Prom
     snapshot: () => snapshotOf({ type: "snapshot" }),
     waitForOpen: (count, afterId = 0) => snapshotOf({ type: "open", kind: "open", count, afterId }),
     waitForQuiet: (cancels) => snapshotOf({ type: "quiet", kind: "quiet", count: cancels }),
-    setScenario: async (next) => {
-      await ask({ type: "scenario", scenario: next });
-    },
+    setScenario: async (next) => (await ask<{ requestsBefore: number }>({ type: "scenario", scenario: next })).requestsBefore,
     close: async () => {
       child.disconnect();
       await exited;
