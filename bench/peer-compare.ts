@@ -219,7 +219,7 @@ export const peerCompare: Benchmark = {
         };
         for (const peer of ORDER) await runChild(peer);
         if (shape === "paced") {
-          for (let round = 0; round < PACED.alternatedRounds; round++) for (const peer of ["tidemark", "raw"] as const) await runChild(peer);
+          for (let pass = 0; pass < PACED.alternatedRounds; pass++) for (const peer of ["tidemark", "raw"] as const) await runChild(peer);
         }
       } finally {
         await provider.close();
