@@ -9,9 +9,14 @@ import { trackStream, type Peer } from "./peer-stream.js";
 /**
  * Tidemark's whole path in one process, as peer-compare measures it: an embedded server (SQLite,
  * the lean reader configured as `tidemark serve --model openai-compatible:m` configures it, the
- * event buffer, the SSE writer) and an SSE client of its API. A generation is a thread and a run
- * created over HTTP, read from `GET /v1/runs/{id}/events`; its Stop is `POST /v1/runs/{id}/cancel`.
+ * event buffer, the SSE writer) and an SSE client of its API. A generation is a new conversation:
+ * one `POST /v1/runs` with `Accept: text/event-stream` creates the thread and the run, and its
+ * reply is the run's events; its Stop is `POST /v1/runs/{id}/cancel`, with the run id the reply's
+ * `Location` gave before any event.
  */
+/** The events address a created run's reply names in `Location`. */
+const RUN_LOCATION = /^\/v1\/runs\/([^/]+)\/events$/;
+
 export async function startTidemarkPeer(baseURL: string): Promise<Peer> {
   const temp = createTempDir("peer-compare");
   const model = selectModel("openai-compatible:m", { TIDEMARK_OPENAI_BASE_URL: baseURL });
@@ -26,12 +31,18 @@ export async function startTidemarkPeer(baseURL: string): Promise<Peer> {
       let runIdKnown!: (runId: string) => void;
       const runId = new Promise<string>((resolve) => (runIdKnown = resolve));
       const consume = async (signal: AbortSignal, onText: (text: string) => void) => {
-        const thread = await requestJson<{ thread_id: string }>("POST", `${url}/v1/threads`, {}, [201]);
-        const run = await requestJson<{ run_id: string }>("POST", `${url}/v1/threads/${thread.thread_id}/runs`, { input: { role: "user", content: prompt } }, [201]);
-        runIdKnown(run.run_id);
-        lastRunId = run.run_id;
-        const response = await fetch(`${url}/v1/runs/${run.run_id}/events`, { headers: { accept: "text/event-stream" }, signal });
-        if (response.status !== 200 || !response.body) throw new Error(`events answered ${response.status}`);
+        // One exchange from the prompt to its stream: the thread, the run and its events (POST /v1/runs).
+        const response = await fetch(`${url}/v1/runs`, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "text/event-stream" },
+          body: JSON.stringify({ input: { role: "user", content: prompt } }),
+          signal,
+        });
+        if (response.status !== 201 || !response.body) throw new Error(`create answered ${response.status}`);
+        const createdRunId = RUN_LOCATION.exec(response.headers.get("location") ?? "")?.[1];
+        if (!createdRunId) throw new Error(`no run id in Location: ${response.headers.get("location")}`);
+        runIdKnown(createdRunId);
+        lastRunId = createdRunId;
         let lastType = "";
         for await (const message of readSseEvents(response.body, { signal })) {
           const event = JSON.parse(message.data) as { type: string; text?: string };

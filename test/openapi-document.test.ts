@@ -22,6 +22,7 @@ const OPERATION_IDS: Record<string, string> = {
   "GET /v1/threads/{thread_id}/checkpoints": "listThreadCheckpoints",
   "POST /v1/threads/{thread_id}/fork": "forkThread",
   "POST /v1/threads/{thread_id}/runs": "createRun",
+  "POST /v1/runs": "createRunInNewThread",
   "GET /v1/runs/{run_id}": "getRun",
   "GET /v1/runs/{run_id}/events": "streamRunEvents",
   "POST /v1/runs/{run_id}/cancel": "cancelRun",

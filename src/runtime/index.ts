@@ -8,7 +8,7 @@ export { StructuredOutputError, type StructuredOutputIssue, type StructuredOutpu
 export { NotUsableForExecutionError } from "./not-usable-for-execution-error.js";
 export { RunNotRunningError } from "./run-not-running-error.js";
 export { recoverRun, type RecoveryContext } from "./recover-run.js";
-export type { RuntimeOptions, RuntimeObserver, RuntimeRole, StartRunRequest, CancelRunResult } from "./runtime.js";
+export type { RuntimeOptions, RuntimeObserver, RuntimeRole, StartRunRequest, NewThreadOptions, NewThreadRunRequest, CancelRunResult } from "./runtime.js";
 export { DEFAULT_CANCEL_REASON } from "./cancel-run.js";
 export { CancelScope, DEFAULT_SHIELD_TIMEOUT_MS, type ShieldContext, type ShieldOptions } from "./cancel-scope.js";
 export { ShieldTimeoutError } from "./shield-timeout-error.js";

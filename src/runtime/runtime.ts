@@ -44,12 +44,12 @@ import { RunJournal } from "./run-journal.js";
 import { RunScheduler } from "./run-scheduler.js";
 import { RetentionPruner, type PruneCounts } from "./retention-pruner.js";
 import { saveTitle } from "./save-title.js";
-import { startRun, type StartRunContext, type StartRunRequest } from "./start-run.js";
+import { startRun, startRunInNewThread, type NewThreadOptions, type NewThreadRunRequest, type StartRunContext, type StartRunRequest } from "./start-run.js";
 import { rollBackRun, type RollbackOutcome, type RollbackRequest } from "./roll-back-run.js";
 import { deleteMessage, forkThread, saveFragment, type ForkRequest, type SaveFragmentOutcome, type SaveFragmentRequest, type ThreadEditsContext } from "./thread-edits.js";
 
 export type { RuntimeObserver } from "./runtime-observer.js";
-export type { StartRunRequest } from "./start-run.js";
+export type { NewThreadOptions, NewThreadRunRequest, StartRunRequest } from "./start-run.js";
 export type { CancelRunResult } from "./cancel-run.js";
 export type { ForkRequest, SaveFragmentOutcome, SaveFragmentRequest } from "./thread-edits.js";
 
@@ -370,6 +370,11 @@ export class Runtime {
   /** Starts a run (or returns the earlier one for a repeated run_id / Idempotency-Key). */
   startRun(request: StartRunRequest): Promise<{ run: RunRecord; isNew: boolean }> {
     return startRun(this.#start, request);
+  }
+
+  /** Starts a run in a thread created with it, in one transaction (a repeat returns the first run and creates nothing). */
+  startRunInNewThread(request: NewThreadRunRequest, thread?: NewThreadOptions): Promise<{ run: RunRecord; isNew: boolean }> {
+    return startRunInNewThread(this.#start, request, thread);
   }
 
   /** Accepts a cancel (STOP) for one run; never refused for a stale version. */

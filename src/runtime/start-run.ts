@@ -41,6 +41,11 @@ export interface StartRunRequest {
   multitask?: "reject" | "interrupt" | "rollback" | "enqueue";
   /** Continue from this checkpoint; it must be the thread's head. */
   resumeFromCheckpointId?: string;
+  /**
+   * Create the thread (id `threadId`) with the run, in one transaction: see {@link startRunInNewThread}.
+   * Its title, when given, is never replaced by the automatic one.
+   */
+  newThread?: NewThreadOptions;
   /** The agent to run (default `chat`; a Continue without one keeps the stopped run's agent). */
   agent?: string;
   /** The agent's config, validated by its schema (a Continue without one keeps the stopped run's). */
@@ -59,6 +64,15 @@ export interface StartRunRequest {
    */
   traceContext?: TraceCarrier;
 }
+
+/** A thread created with its first run. */
+export interface NewThreadOptions {
+  title?: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** A request to start a run in a new thread: what builds on an earlier state has no place in it. */
+export type NewThreadRunRequest = Omit<StartRunRequest, "threadId" | "newThread" | "expectedStateVersion" | "resumeFromCheckpointId" | "multitask">;
 
 /** What starting a run needs from the runtime. */
 export interface StartRunContext {
@@ -92,11 +106,17 @@ export async function startRun(context: StartRunContext, request: StartRunReques
   if (request.input !== undefined && request.input.content.length > maxInputChars) {
     throw new TidemarkError("input_too_long", `The input message is longer than ${maxInputChars} characters.`, { details: { limit: maxInputChars } });
   }
+  if (request.newThread && (request.resumeFromCheckpointId !== undefined || request.expectedStateVersion !== undefined)) {
+    throw new TidemarkError("invalid_request", "A run in a new thread builds on nothing earlier: it takes no resume point or expected version.");
+  }
   const program = await resolveAgent(context, request);
-  await context.confirmUnknownOperations(request.tenantId, request.threadId);
-  // The request as the client sent it names the run: a retry below must hash the same.
+  // A new thread has no operations yet, confirmed or not.
+  if (!request.newThread) await context.confirmUnknownOperations(request.tenantId, request.threadId);
+  // The request as the client sent it names the run: a retry below must hash the same. A new
+  // thread's id is the server's, so it is not part of the request; what the client said of it is.
   const requestHash = hashJson({
-    thread_id: request.threadId,
+    thread_id: request.newThread ? null : request.threadId,
+    ...(request.newThread ? { new_thread: { title: request.newThread.title ?? null, metadata: request.newThread.metadata ?? {} } } : {}),
     input: request.input ?? null,
     resume: request.resumeFromCheckpointId ?? null,
     // Absent for the default, so a run created before agents existed hashes as it did.
@@ -148,6 +168,7 @@ async function createRun(
     tenantId: request.tenantId,
     runId,
     threadId: request.threadId,
+    ...(request.newThread ? { newThread: { checkpointId: createId("cp"), metadata: request.newThread.metadata ?? {}, title: request.newThread.title ?? null } } : {}),
     input: request.input ?? null,
     inputMessageId: createId("msg"),
     checkpointId: createId("cp"),
@@ -218,6 +239,15 @@ async function createRun(
   hub.ensure(run.tenantId, run.runId, run.attempt);
   context.launch(run, request.traceContext);
   return { run, isNew: true };
+}
+
+/**
+ * Starts a run in a thread created with it (one transaction: neither exists without the other),
+ * as `POST /v1/runs` does. A repeat (same run id or Idempotency-Key, same request) returns the
+ * first run, in the thread made for it, and creates nothing.
+ */
+export function startRunInNewThread(context: StartRunContext, request: NewThreadRunRequest, thread: NewThreadOptions = {}): Promise<{ run: RunRecord; isNew: boolean }> {
+  return startRun(context, { ...request, threadId: createId("thr"), newThread: thread });
 }
 
 /** Applies a cancel that was pressed before the run existed (DESIGN §8); the run as it then stands, or undefined if there was none. */

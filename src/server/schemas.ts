@@ -148,14 +148,15 @@ export const CreateThreadBody = z
 
 export const RenameThreadBody = z.strictObject({ title: ThreadTitle }).openapi("RenameThreadRequest");
 
+/** The user's message that starts a run. */
+const RunInputSchema = z.strictObject({
+  role: z.literal("user"),
+  content: z.string().min(1).max(100_000),
+});
+
 export const CreateRunBody = z
   .strictObject({
-    input: z
-      .strictObject({
-        role: z.literal("user"),
-        content: z.string().min(1).max(100_000),
-      })
-      .optional()
+    input: RunInputSchema.optional()
       .openapi({ description: "The user's message. Omit it only with resume_from_checkpoint_id: the stopped step then runs again." }),
     run_id: z.string().max(100).optional().openapi({ description: "Name the run yourself (a `run_…` id); a repeat returns the same run." }),
     expected_state_version: z.number().int().min(0).optional(),
@@ -178,6 +179,13 @@ export const CreateRunBody = z
     }),
   })
   .openapi("CreateRunRequest");
+
+export const CreateRunInNewThreadBody = CreateRunBody.pick({ run_id: true, on_disconnect: true, recovery_policy: true, agent: true, config: true })
+  .extend({
+    input: RunInputSchema.openapi({ description: "The user's message: the first of the new thread." }),
+    thread: CreateThreadBody.optional().openapi({ description: "The new thread's title (never replaced by the automatic one) and metadata." }),
+  })
+  .openapi("CreateRunInNewThreadRequest");
 
 export const StepSchema = z
   .object({

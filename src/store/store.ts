@@ -147,6 +147,12 @@ export interface CreateRunInput {
   tenantId: string;
   runId: string;
   threadId: string;
+  /**
+   * A run in a thread of its own: the thread (`threadId`, with this root checkpoint) is created in
+   * the run's transaction, so neither exists without the other. A repeat of the run (same run id
+   * or idempotency key, same request) finds the first run and its thread, and creates nothing.
+   */
+  newThread?: Pick<CreateThreadInput, "checkpointId" | "metadata" | "title">;
   /** Null to continue from a Stop without a new message (the pending step runs again). */
   input: RunInput | null;
   inputMessageId: string;

@@ -291,3 +291,26 @@ describe("streamRunEvents", () => {
     expect(parsed).toMatchObject({ error: "subscriber_too_slow", cause: "backlog", last_event_id: lastId });
   });
 });
+
+describe("a client that left before its stream began", () => {
+  it("is closed at once as client_closed: no subscription, no heartbeat kept for it", async () => {
+    const buffer = new RunEventBuffer(RUN_ID);
+    buffer.append(delta("one"));
+    const closed = createDeferred<CloseReason>();
+    const requested = createDeferred<void>();
+    // As a create that answers with the stream does: the client may leave while the run is being created.
+    const server = http.createServer(function handleLate(_request, response) {
+      response.once("close", () => streamRunEvents(response, buffer, { afterSeq: 0, heartbeatMs: 1, onClose: (reason) => closed.resolve(reason) }));
+      requested.resolve();
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const socket = net.connect(port, "127.0.0.1");
+    socket.write("GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    await requested.promise;
+    socket.destroy();
+    expect(await closed.promise).toBe("client_closed");
+    expect(buffer.subscriberCount).toBe(0);
+  });
+});

@@ -21,6 +21,10 @@ export interface SseConnectionOptions {
    * response; if its socket cannot take even that within this long, it is destroyed (default 5 s).
    */
   farewellTimeoutMs?: number;
+  /** The response's status (default 200; a run created by this request answers 201). */
+  status?: number;
+  /** Headers to send besides the stream's own (such as the created run's `Location`). */
+  headers?: Record<string, string>;
   /** Called with the number of events written, after each write. */
   onFramesWritten?: (count: number) => void;
   /** Called when the subscriber is cut off for being too slow. */
@@ -67,7 +71,14 @@ export function streamRunEvents(response: ServerResponse, firstBuffer: RunEventB
   let isClosed = false;
   let stallTimer: NodeJS.Timeout | undefined;
 
-  response.writeHead(200, {
+  // A client that left while its reply was prepared (a create that answers with its run's
+  // stream may take a while) is gone already: its 'close' came and will not come again.
+  if (response.destroyed || response.socket?.destroyed === true) {
+    options.onClose?.("client_closed");
+    return;
+  }
+  response.writeHead(options.status ?? 200, {
+    ...options.headers,
     "content-type": "text/event-stream; charset=utf-8",
     "cache-control": "no-cache, no-transform",
     connection: "keep-alive",

@@ -6,6 +6,7 @@ import { checkpointAtVersion, checkpointInLineage, readLineage } from "./lineage
 import { findRunByIdempotencyKey } from "./run-queries.js";
 import { plainMessage } from "./plain-message.js";
 import type { SqlContext } from "./sql-context.js";
+import { insertThread } from "./thread-queries.js";
 
 /**
  * Creates a run: existing, enqueued, resumed or started with its input accepted. The same run
@@ -13,13 +14,18 @@ import type { SqlContext } from "./sql-context.js";
  */
 export async function createRun(context: SqlContext, input: CreateRunInput): Promise<CreateRunResult> {
   return context.transaction(async (tx): Promise<CreateRunResult> => {
+    if (input.newThread) {
+      // A repeat finds the first run in the thread made for it. Two firsts at once both get here;
+      // the second's run insert conflicts, and its rerun (the thread rolled back with it) finds the first's.
+      const earlier = await earlierRun(tx, input);
+      if (earlier) return earlier.requestHash === input.requestHash ? { kind: "existing", run: earlier } : { kind: "key_reused", run: earlier };
+      await insertThread(tx, { tenantId: input.tenantId, threadId: input.threadId, ...input.newThread, now: input.now });
+    }
     // The thread's row is locked first: the same create arriving twice at once waits here for
     // the first, then finds its run below (not the thread busy with it).
     const read = await tx.threadWithPosition(input.tenantId, input.threadId);
     const thread = read?.thread;
-    const earlier =
-      (await tx.run(input.tenantId, input.runId)) ??
-      (input.idempotencyKey ? await findRunByIdempotencyKey(tx, input.tenantId, input.idempotencyKey) : undefined);
+    const earlier = input.newThread ? undefined : await earlierRun(tx, input);
     if (earlier) {
       return earlier.requestHash === input.requestHash && earlier.threadId === input.threadId
         ? { kind: "existing", run: earlier }
@@ -80,6 +86,11 @@ export async function createRun(context: SqlContext, input: CreateRunInput): Pro
     await insertRun(tx, input, thread.headCheckpointId, advanced.stateVersion, { messageCount: 1 }, false);
     return { kind: "created", run: (await tx.run(input.tenantId, input.runId))!, thread: advanced, message, checkpoint };
   }, { rerunOnConflictWith: ["runs_pkey", "runs_by_idempotency_key"] });
+}
+
+/** The run this create names already (by its run id, or its idempotency key), if any. */
+async function earlierRun(tx: SqlContext, input: CreateRunInput): Promise<RunRecord | undefined> {
+  return (await tx.run(input.tenantId, input.runId)) ?? (input.idempotencyKey ? await findRunByIdempotencyKey(tx, input.tenantId, input.idempotencyKey) : undefined);
 }
 
 /**

@@ -20,34 +20,37 @@ import { acceptCancel } from "./run-transitions.js";
 
 /** Creates a thread with its `thread_created` checkpoint at version 1. */
 export async function createThread(context: SqlContext, input: CreateThreadInput): Promise<ThreadRecord> {
-  return context.transaction(async (tx) => {
-    const row = await tx.sql(
-      `INSERT INTO threads (tenant_id, thread_id, status, state_version, head_checkpoint_id, active_run_id, title,
-         metadata, next_position, stats, created_at, updated_at)
-       VALUES (?, ?, 'active', 1, ?, NULL, ?, ?, 0, ?, ?, ?)
-       RETURNING *`,
-    ).get(
-      input.tenantId,
-      input.threadId,
-      input.checkpointId,
-      input.title ?? null,
-      JSON.stringify(input.metadata),
-      JSON.stringify(emptyStats()),
-      input.now,
-      input.now,
-    );
-    await tx.insertCheckpoint({
-      tenantId: input.tenantId,
-      checkpointId: input.checkpointId,
-      threadId: input.threadId,
-      parentCheckpointId: null,
-      stateVersion: 1,
-      kind: "thread_created",
-      ...UNDECIDED_CHECKPOINT_FIELDS,
-      createdAt: input.now,
-    });
-    return toThread(row!);
+  return context.transaction((tx) => insertThread(tx, input));
+}
+
+/** Inserts a thread and its `thread_created` checkpoint, in the caller's transaction. */
+export async function insertThread(tx: SqlContext, input: CreateThreadInput): Promise<ThreadRecord> {
+  const row = await tx.sql(
+    `INSERT INTO threads (tenant_id, thread_id, status, state_version, head_checkpoint_id, active_run_id, title,
+       metadata, next_position, stats, created_at, updated_at)
+     VALUES (?, ?, 'active', 1, ?, NULL, ?, ?, 0, ?, ?, ?)
+     RETURNING *`,
+  ).get(
+    input.tenantId,
+    input.threadId,
+    input.checkpointId,
+    input.title ?? null,
+    JSON.stringify(input.metadata),
+    JSON.stringify(emptyStats()),
+    input.now,
+    input.now,
+  );
+  await tx.insertCheckpoint({
+    tenantId: input.tenantId,
+    checkpointId: input.checkpointId,
+    threadId: input.threadId,
+    parentCheckpointId: null,
+    stateVersion: 1,
+    kind: "thread_created",
+    ...UNDECIDED_CHECKPOINT_FIELDS,
+    createdAt: input.now,
   });
+  return toThread(row!);
 }
 
 /** The thread, unless it is unknown or deleted. */
