@@ -127,6 +127,8 @@ describe("a run created and streamed in one exchange", () => {
     expect(invalid.response.status).toBe(400);
     expect((await invalid.response.json()).error).toEqual(expect.any(String));
 
+    // Released once its answer has begun (the gate is the one of the moment the answer starts).
+    await h.events(busy.runId!, { until: (event) => event.type === "message.delta" });
     gated.release();
     expect((await collect(busy.events())).at(-1)!.type).toBe("run.completed");
     const anything = await h.api(`/v1/threads/${threadId}/runs`, { method: "POST", headers: { accept: "*/*" }, json: { input: { role: "user", content: "Hi" } } });
@@ -239,6 +241,8 @@ describe("a run created and streamed in one exchange", () => {
         { input: { role: "assistant", content: "Hi" } },
         {},
         { input: { role: "user", content: "nul \u0000 here" }, thread: { metadata: { "a\u0000b": 1 } } },
+        { input, thread: { metadata: deeplyNested(200) } },
+        { input, config: "not an object" },
       ]) {
         const response = await h.api("/v1/runs", { method: "POST", json: body });
         expect(response.status, JSON.stringify(body)).toBe(400);
@@ -250,6 +254,13 @@ describe("a run created and streamed in one exchange", () => {
     });
   });
 });
+
+/** `{a: {a: … }}`, `depth` levels deep. */
+function deeplyNested(depth: number): Record<string, unknown> {
+  let value: Record<string, unknown> = {};
+  for (let level = 0; level < depth; level++) value = { a: value };
+  return value;
+}
 
 /**
  * `count` identical creates of a run in a new thread at once, with one Idempotency-Key: one is
@@ -283,3 +294,27 @@ describe("POST /v1/runs on PostgreSQL: identical creates at once make one thread
     expect(threads.map((thread) => thread.thread_id)).toEqual([one.thread_id]);
   });
 });
+
+describe.each(["sqlite", "postgres"] as const)("POST /v1/runs refused by the tenant's limit (%s)", (storeKind) => {
+  it("answers 429 too_many_runs and leaves no thread behind", async () => {
+    const gated = createGatedModel();
+    const h = await startHarness({ storeKind, model: gated.model, limits: { maxActiveRunsPerTenant: 1 } });
+    try {
+      const first = await h.api("/v1/runs", { method: "POST", json: { input: { role: "user", content: "The one allowed" } } });
+      expect(first.status).toBe(201);
+      const refused = await h.api("/v1/runs", { method: "POST", json: { input: { role: "user", content: "One too many" }, thread: { title: "Never" } } });
+      expect(refused.status).toBe(429);
+      expect(refused.body).toMatchObject({ error: "too_many_runs", queue: "active", limit: 1 });
+      const threads = (await h.api("/v1/threads?limit=100")).body.threads as { thread_id: string }[];
+      expect(threads.map((thread) => thread.thread_id)).toEqual([first.body.thread_id]);
+      // Released once its answer has begun (the gate is the one of the moment the answer starts).
+      await h.events(first.body.run_id, { until: (event) => event.type === "message.delta" });
+      gated.release();
+      expect((await h.events(first.body.run_id)).at(-1)!.type).toBe("run.completed");
+      await h.expectNoViolations();
+    } finally {
+      await h.close();
+    }
+  });
+});
+

@@ -63,7 +63,7 @@ const createRunInNewThread = createRoute({
   responses: {
     200: { description: "The same run, for a repeated run_id or Idempotency-Key (no second thread is made)", content: { ...json(RunSchema), ...SSE_CONTENT } },
     201: { description: "The new run in its new thread; its events address is in Location", content: { ...json(RunSchema), ...SSE_CONTENT } },
-    ...errorResponses(400, 401, 409, 413, 415),
+    ...errorResponses(400, 401, 404, 409, 413, 415),
   },
 });
 

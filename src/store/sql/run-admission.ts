@@ -13,79 +13,102 @@ import { insertThread } from "./thread-queries.js";
  * created concurrently is a unique violation: run again, it finds the committed one.
  */
 export async function createRun(context: SqlContext, input: CreateRunInput): Promise<CreateRunResult> {
-  return context.transaction(async (tx): Promise<CreateRunResult> => {
-    if (input.newThread) {
-      // A repeat finds the first run in the thread made for it. Two firsts at once both get here;
-      // the second's run insert conflicts, and its rerun (the thread rolled back with it) finds the first's.
-      const earlier = await earlierRun(tx, input);
-      if (earlier) return earlier.requestHash === input.requestHash ? { kind: "existing", run: earlier } : { kind: "key_reused", run: earlier };
-      await insertThread(tx, { tenantId: input.tenantId, threadId: input.threadId, ...input.newThread, now: input.now });
-    }
-    // The thread's row is locked first: the same create arriving twice at once waits here for
-    // the first, then finds its run below (not the thread busy with it).
-    const read = await tx.threadWithPosition(input.tenantId, input.threadId);
-    const thread = read?.thread;
-    const earlier = input.newThread ? undefined : await earlierRun(tx, input);
-    if (earlier) {
-      return earlier.requestHash === input.requestHash && earlier.threadId === input.threadId
-        ? { kind: "existing", run: earlier }
-        : { kind: "key_reused", run: earlier };
-    }
-    if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
-    // The version check comes first: a stale client learns it is stale even on a busy thread.
-    const builtOn = await checkBuiltOn(tx, input, thread);
-    if (builtOn) return builtOn;
-    // An external action whose outcome nobody knows must be confirmed before anything builds on it (DESIGN §6).
-    const unconfirmed = await tx.operationsOfThread(input.tenantId, input.threadId, "outcome_unknown");
-    if (unconfirmed.length > 0) return { kind: "operation_unconfirmed", thread, operations: unconfirmed };
-    if (thread.activeRunId !== null) {
-      if (!input.enqueue || input.input === null) return { kind: "run_in_progress", thread };
-      const full = await tenantAtLimit(tx, input, "queued");
-      if (full) return full;
-      // It waits, its input not yet accepted: nothing of the thread changes until it is admitted.
-      await insertRun(tx, input, thread.headCheckpointId, thread.stateVersion, { messageCount: 0 }, true);
-      return { kind: "enqueued", run: (await tx.run(input.tenantId, input.runId))!, thread };
-    }
-    const full = await tenantAtLimit(tx, input, "active");
+  try {
+    return await context.transaction(
+      async (tx) => {
+        const result = await admitRun(tx, input);
+        // A refused run in a new thread takes its thread back with it: nothing is left of a refused create.
+        if (input.newThread && result.kind !== "created") throw new RefusedInNewThread(result);
+        return result;
+      },
+      { rerunOnConflictWith: ["runs_pkey", "runs_by_idempotency_key"] },
+    );
+  } catch (error) {
+    if (error instanceof RefusedInNewThread) return error.result;
+    throw error;
+  }
+}
+
+/** Rolls back the transaction of a create in a new thread that was refused; carries the refusal out. */
+class RefusedInNewThread extends Error {
+  constructor(readonly result: CreateRunResult) {
+    super(`run refused: ${result.kind}`);
+  }
+}
+
+/** The create's work in its transaction: the refusal, the earlier run, or the run made. */
+async function admitRun(tx: SqlContext, input: CreateRunInput): Promise<CreateRunResult> {
+  if (input.newThread) {
+    // A repeat finds the first run in the thread made for it. Two firsts at once both get here;
+    // the second's run insert conflicts, and its rerun (the thread rolled back with it) finds the first's.
+    const earlier = await earlierRun(tx, input);
+    if (earlier) return earlier.requestHash === input.requestHash ? { kind: "existing", run: earlier } : { kind: "key_reused", run: earlier };
+    await insertThread(tx, { tenantId: input.tenantId, threadId: input.threadId, ...input.newThread, now: input.now });
+  }
+  // The thread's row is locked first: the same create arriving twice at once waits here for
+  // the first, then finds its run below (not the thread busy with it).
+  const read = await tx.threadWithPosition(input.tenantId, input.threadId);
+  const thread = read?.thread;
+  const earlier = input.newThread ? undefined : await earlierRun(tx, input);
+  if (earlier) {
+    return earlier.requestHash === input.requestHash && earlier.threadId === input.threadId
+      ? { kind: "existing", run: earlier }
+      : { kind: "key_reused", run: earlier };
+  }
+  if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
+  // The version check comes first: a stale client learns it is stale even on a busy thread.
+  const builtOn = await checkBuiltOn(tx, input, thread);
+  if (builtOn) return builtOn;
+  // An external action whose outcome nobody knows must be confirmed before anything builds on it (DESIGN §6).
+  const unconfirmed = await tx.operationsOfThread(input.tenantId, input.threadId, "outcome_unknown");
+  if (unconfirmed.length > 0) return { kind: "operation_unconfirmed", thread, operations: unconfirmed };
+  if (thread.activeRunId !== null) {
+    if (!input.enqueue || input.input === null) return { kind: "run_in_progress", thread };
+    const full = await tenantAtLimit(tx, input, "queued");
     if (full) return full;
-    if (input.input === null) {
-      // Continue from a Stop without a new message: accepting the run is still a transition, and
-      // its checkpoint names the step that runs again.
-      const head = await tx.sql("SELECT * FROM checkpoints WHERE tenant_id = ? AND checkpoint_id = ?").get(
-        input.tenantId,
-        thread.headCheckpointId,
-      );
-      const resumed = await tx.advanceThread(
-        thread,
-        {
-          checkpointId: input.checkpointId,
-          kind: "resume_accepted",
-          runId: input.runId,
-          pendingStep: head ? toCheckpoint(head).pendingStep : null,
-          resumePolicy: "regenerate_pending_step",
-          createdAt: input.now,
-        },
-        { activeRunId: input.runId },
-      );
-      await insertRun(tx, { ...input, inputMessageId: "" }, thread.headCheckpointId, resumed.thread.stateVersion, {}, false);
-      return {
-        kind: "created",
-        run: (await tx.run(input.tenantId, input.runId))!,
-        thread: resumed.thread,
-        message: null,
-        checkpoint: resumed.checkpoint,
-      };
-    }
-    const { thread: advanced, message, checkpoint } = await acceptInput(tx, thread, read.nextPosition, {
-      runId: input.runId,
-      messageId: input.inputMessageId,
-      checkpointId: input.checkpointId,
-      content: input.input.content,
-      now: input.now,
-    });
-    await insertRun(tx, input, thread.headCheckpointId, advanced.stateVersion, { messageCount: 1 }, false);
-    return { kind: "created", run: (await tx.run(input.tenantId, input.runId))!, thread: advanced, message, checkpoint };
-  }, { rerunOnConflictWith: ["runs_pkey", "runs_by_idempotency_key"] });
+    // It waits, its input not yet accepted: nothing of the thread changes until it is admitted.
+    await insertRun(tx, input, thread.headCheckpointId, thread.stateVersion, { messageCount: 0 }, true);
+    return { kind: "enqueued", run: (await tx.run(input.tenantId, input.runId))!, thread };
+  }
+  const full = await tenantAtLimit(tx, input, "active");
+  if (full) return full;
+  if (input.input === null) {
+    // Continue from a Stop without a new message: accepting the run is still a transition, and
+    // its checkpoint names the step that runs again.
+    const head = await tx.sql("SELECT * FROM checkpoints WHERE tenant_id = ? AND checkpoint_id = ?").get(
+      input.tenantId,
+      thread.headCheckpointId,
+    );
+    const resumed = await tx.advanceThread(
+      thread,
+      {
+        checkpointId: input.checkpointId,
+        kind: "resume_accepted",
+        runId: input.runId,
+        pendingStep: head ? toCheckpoint(head).pendingStep : null,
+        resumePolicy: "regenerate_pending_step",
+        createdAt: input.now,
+      },
+      { activeRunId: input.runId },
+    );
+    await insertRun(tx, { ...input, inputMessageId: "" }, thread.headCheckpointId, resumed.thread.stateVersion, {}, false);
+    return {
+      kind: "created",
+      run: (await tx.run(input.tenantId, input.runId))!,
+      thread: resumed.thread,
+      message: null,
+      checkpoint: resumed.checkpoint,
+    };
+  }
+  const { thread: advanced, message, checkpoint } = await acceptInput(tx, thread, read.nextPosition, {
+    runId: input.runId,
+    messageId: input.inputMessageId,
+    checkpointId: input.checkpointId,
+    content: input.input.content,
+    now: input.now,
+  });
+  await insertRun(tx, input, thread.headCheckpointId, advanced.stateVersion, { messageCount: 1 }, false);
+  return { kind: "created", run: (await tx.run(input.tenantId, input.runId))!, thread: advanced, message, checkpoint };
 }
 
 /** The run this create names already (by its run id, or its idempotency key), if any. */
