@@ -50,7 +50,8 @@ async function main(): Promise<void> {
   const [peerName, shape, baseURL] = process.argv.slice(2) as [PeerName, ShapeName, string];
   const peer = await createPeer(peerName, baseURL);
   try {
-    const report = shape === "back-to-back" ? await runBackToBack(peer) : shape === "paced" ? await runPaced(peer) : await runStops(peer, notifyAndWait);
+    const report =
+      shape === "back-to-back" ? await runBackToBack(peer) : shape === "stop" ? await runStops(peer, notifyAndWait) : await runPaced(peer, shape);
     await send({ type: "report", report });
   } finally {
     await peer.close();

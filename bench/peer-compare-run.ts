@@ -12,7 +12,7 @@ import type { RemoteProvider } from "./remote-provider.js";
 
 const CHILD_PATH = fileURLToPath(new URL("./peer-compare-child.js", import.meta.url));
 /** Every child is bounded; LangGraph.js on 200 paced streams is the slowest at ≈ 20 s on 2 cores. */
-const CHILD_TIMEOUT_MS: Record<ShapeName, number> = { "back-to-back": 180_000, stop: 150_000, paced: 180_000 };
+const CHILD_TIMEOUT_MS: Record<ShapeName, number> = { "back-to-back": 180_000, stop: 150_000, paced: 180_000, "paced-short": 60_000 };
 /** How long the provider may take to see the socket close before the Stop counts as "not closed". */
 const CLOSE_TIMEOUT_MS = 2_000;
 

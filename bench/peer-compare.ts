@@ -84,6 +84,36 @@ function pacedFigures(results: Results["paced"]): Figure[] {
   return figures;
 }
 
+/**
+ * The paced shape's CPU a chunk and a stream, fitted from its two lengths (500 and 2 chunks a
+ * stream, medians of each): a stream's own cost (its creation, its persistence, its title) drops
+ * out of the first, which is what "CPU per chunk" means.
+ */
+function pacedPerChunkFigures(long: Results["paced"], short: Results["paced-short"]): Figure[] {
+  const [shortChunks, longChunks] = [SCENARIOS["paced-short"].chunks!, SCENARIOS.paced.chunks!];
+  const fit = (peer: "raw" | "tidemark") => {
+    const [longCpu, shortCpu] = [median(cpuSamples(long[peer])), median(cpuSamples(short[peer]))];
+    const perChunkMs = (longCpu - shortCpu) / (PACED.streams * (longChunks - shortChunks));
+    return { perChunkUs: round(perChunkMs * 1000, 1), perStreamMs: round(shortCpu / PACED.streams - shortChunks * perChunkMs, 2) };
+  };
+  const failed = [...errorFigure("paced-short", "raw", short.raw), ...errorFigure("paced-short", "tidemark", short.tidemark)];
+  const isMissing = (["raw", "tidemark"] as const).some((peer) => long[peer].outcomes.length === 0 || short[peer].outcomes.length === 0);
+  if (isMissing) return failed;
+  const [floor, tidemark] = [fit("raw"), fit("tidemark")];
+  const fitted = `fitted from ${shortChunks} and ${longChunks} chunks a stream`;
+  const perChunk = compared({ label: `paced: ${LABELS.tidemark} CPU a chunk (${fitted})`, value: tidemark.perChunkUs, unit: "µs" }, { label: "raw", value: floor.perChunkUs });
+  return [
+    ...failed,
+    { label: `paced: ${LABELS.raw} CPU a chunk (${fitted})`, value: floor.perChunkUs, unit: "µs" },
+    { ...perChunk, target: "≤ 2.0× raw", isMet: tidemark.perChunkUs <= 2 * floor.perChunkUs },
+    { label: `paced: ${LABELS.raw} CPU a stream besides its chunks (median of ${short.raw.outcomes.length})`, value: floor.perStreamMs, unit: "ms" },
+    compared(
+      { label: `paced: ${LABELS.tidemark} CPU a stream besides its chunks (median of ${short.tidemark.outcomes.length})`, value: tidemark.perStreamMs, unit: "ms" },
+      { label: "raw", value: floor.perStreamMs },
+    ),
+  ];
+}
+
 function stopFigures(results: Results["stop"]): Figure[] {
   const p = (peer: PeerName, q: number) => round(percentile(closeTimes(results[peer]), q), 2);
   const rawP50 = { label: "raw abort() p50", value: p("raw", 50) };
@@ -174,6 +204,11 @@ function details(results: Results) {
       bareRoundTripMs: result.outcomes[0]?.report.bareRoundTripMs ? summarize(result.outcomes.flatMap((outcome) => outcome.report.bareRoundTripMs!)) : undefined,
       rawStopToCloseMs: closeTimes(result).map((value) => round(value, 3)),
     })),
+    "paced-short": perPeer("paced-short", (result) => ({
+      ...errors(result),
+      cpuMs: result.outcomes.map((outcome) => round(outcome.report.cpuMs[0]!, 0)),
+      elapsedMs: result.outcomes.map((outcome) => round(outcome.report.elapsedMs[0]!, 0)),
+    })),
     paced: perPeer("paced", (result) => ({
       ...errors(result),
       cpuMs: result.outcomes.map((outcome) => round(outcome.report.cpuMs[0]!, 0)),
@@ -187,7 +222,7 @@ export const peerCompare: Benchmark = {
   name: "peer-compare",
   summary:
     "issue 18's peers on one mock provider (its own process), each peer in a fresh process: 20,000 chunks back to back (CPU), Stop → upstream socket closed, " +
-    "200 streams × 500 chunks at 10 ms (CPU, peak RSS); raw fetch + eventsource-parser (the floor), openai, AI SDK streamText, LangGraph.js, Tidemark server + SSE client",
+    "200 streams × 500 chunks at 10 ms (CPU, peak RSS) and × 2 chunks (CPU a chunk and a stream, fitted); raw fetch + eventsource-parser (the floor), openai, AI SDK streamText, LangGraph.js, Tidemark server + SSE client",
   async run({ log }): Promise<BenchmarkResult> {
     const results = emptyResults();
     const clockChecks: Record<string, { offsetMs: number; rttMs: number }> = {};
@@ -217,6 +252,11 @@ export const peerCompare: Benchmark = {
             log(`peer-compare: ${shape}: ${peer} FAILED: ${message.slice(0, 500)}`);
           }
         };
+        if (shape === "paced-short") {
+          // Only the floor and Tidemark: their per-chunk figure is fitted from the two paced lengths.
+          for (let pass = 0; pass < PACED.shortRounds; pass++) for (const peer of ["tidemark", "raw"] as const) await runChild(peer);
+          continue;
+        }
         for (const peer of ORDER) await runChild(peer);
         if (shape === "paced") {
           for (let pass = 0; pass < PACED.alternatedRounds; pass++) for (const peer of ["tidemark", "raw"] as const) await runChild(peer);
@@ -227,7 +267,13 @@ export const peerCompare: Benchmark = {
       if (shape === "stop" && isStopPinned) unpinnedStops = await runUnpinnedStops(log);
     }
     return {
-      figures: [...backToBackFigures(results["back-to-back"]), ...stopFigures(results.stop), ...unpinnedStopFigures(unpinnedStops), ...pacedFigures(results.paced)],
+      figures: [
+        ...backToBackFigures(results["back-to-back"]),
+        ...stopFigures(results.stop),
+        ...unpinnedStopFigures(unpinnedStops),
+        ...pacedFigures(results.paced),
+        ...pacedPerChunkFigures(results.paced, results["paced-short"]),
+      ],
       details: {
         scenarios: SCENARIOS,
         runs: { backToBack: BACK_TO_BACK, stop: STOP, paced: PACED, order: ORDER },
@@ -237,7 +283,9 @@ export const peerCompare: Benchmark = {
           "(startTidemark, SQLite, the lean reader as `--model openai-compatible:m` configures it) and the SSE client, so its CPU is server + client. " +
           "Stop: the child stamps absolute time when it presses Stop (abort(), or POST /v1/runs/{id}/cancel for Tidemark) after 20 deltas arrived, waits for its stream to end, " +
           "then the parent asks the provider child when that request's response closed; one Stop at a time. The raw floor runs first and last; its samples are pooled. " +
-          "Paced: after every peer's child, Tidemark and the floor run PACED.alternatedRounds more times each, alternately; CPU figures are medians of the children.",
+          "Paced: after every peer's child, Tidemark and the floor run PACED.alternatedRounds more times each, alternately; CPU figures are medians of the children. " +
+          "Paced, short: Tidemark and the floor only, PACED.shortRounds times each, alternately, 2 chunks a stream; the CPU a chunk is (median at 500 − median at 2) ÷ (200 × 498), " +
+          "and a stream's own CPU what is left of the short shape's median.",
         clockCheck: { note: "provider clock − bench clock by IPC ping-pong; not applied, the error bound is ± rtt/2", ...clockChecks },
         stopShapePinned: isStopPinned
           ? "yes: the provider on CPU 1, each peer's child on CPU 0 (taskset), so that the provider's wake-up never waits behind the peer's own work; raw and Tidemark again unpinned for reference (stopUnpinned)"

@@ -8,9 +8,9 @@ import type { Peer, PeerStream } from "./peer-stream.js";
  * its own CPU (process.cpuUsage: every thread of the process) and peak RSS.
  */
 
-export type ShapeName = "back-to-back" | "stop" | "paced";
+export type ShapeName = "back-to-back" | "stop" | "paced" | "paced-short";
 
-export const SHAPE_NAMES: readonly ShapeName[] = ["back-to-back", "stop", "paced"];
+export const SHAPE_NAMES: readonly ShapeName[] = ["back-to-back", "stop", "paced", "paced-short"];
 
 /** What the provider streams for each shape. */
 export const SCENARIOS: Record<ShapeName, TestProviderScenario> = {
@@ -20,6 +20,8 @@ export const SCENARIOS: Record<ShapeName, TestProviderScenario> = {
   stop: { chunks: 1_000, intervalMs: 5 },
   /** 200 of these at once: a server's day, at a model's pace. */
   paced: { chunks: 500, intervalMs: 10 },
+  /** The paced shape with 2 chunks a stream: beside it, what a chunk costs apart from what a stream costs. */
+  "paced-short": { chunks: 2, intervalMs: 10 },
 };
 
 export const BACK_TO_BACK = { warmup: 1, measured: 3 };
@@ -27,9 +29,11 @@ export const STOP = { warmup: 5, measured: 100, deltasBeforeStop: 20 };
 /**
  * The paced shape: 200 streams at once. Besides every peer's one child, the floor and Tidemark run
  * `alternatedRounds` more times each, one after the other, and its ratio is of their medians: one
- * child each read anywhere from 1.9× to 2.4× on one machine in one evening.
+ * child each read anywhere from 1.9× to 2.4× on one machine in one evening. The floor and Tidemark
+ * also run the short paced shape `shortRounds` times each, alternately: the two lengths give the
+ * CPU a chunk costs, apart from what a stream costs (its creation, its persistence, its title).
  */
-export const PACED = { streams: 200, alternatedRounds: 2 };
+export const PACED = { streams: 200, alternatedRounds: 2, shortRounds: 3 };
 
 const PROMPT = "Please write a long answer.";
 
@@ -93,9 +97,9 @@ export async function runBackToBack(peer: Peer): Promise<ShapeReport> {
   return { ...report, maxRssMb: maxRssMb() };
 }
 
-/** 200 streams at once at 10 ms a chunk, measured from the first start to the last end. */
-export async function runPaced(peer: Peer): Promise<ShapeReport> {
-  const chunks = SCENARIOS.paced.chunks!;
+/** 200 streams at once at 10 ms a chunk (500, or 2 for the short shape), measured from the first start to the last end. */
+export async function runPaced(peer: Peer, shape: "paced" | "paced-short" = "paced"): Promise<ShapeReport> {
+  const chunks = SCENARIOS[shape].chunks!;
   const sample = await measured(() => Promise.all(Array.from({ length: PACED.streams }, () => readWhole(peer, PROMPT, chunks, 120_000))));
   return { cpuMs: [sample.cpuMs], elapsedMs: [sample.elapsedMs], maxRssMb: maxRssMb() };
 }
