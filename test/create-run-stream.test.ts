@@ -228,6 +228,25 @@ describe("a run created and streamed in one exchange", () => {
       expect(history.body.messages.map((message: { role: string }) => message.role)).toEqual(["user"]);
     });
 
+    it("a second tab reads the same events; TERMINATE of the new thread from it ends both streams with run.cancelled", async () => {
+      const created = await createInNewThread("gate: watched from two tabs");
+      // One reader of the create's reply throughout: leaving a `for await` would close it.
+      const firstTab = created.events();
+      const first: RunEvent[] = [];
+      while (first.at(-1)?.type !== "message.delta") first.push((await firstTab.next()).value as RunEvent);
+      const threadId = (first[0] as Extract<RunEvent, { type: "run.started" }>).thread_id;
+      const secondTab = h.stream(created.runId!);
+      const secondFirst = (await secondTab.next()).value as RunEvent;
+      expect(secondFirst).toEqual(first[0]);
+      expect((await h.api(`/v1/threads/${threadId}`, { method: "DELETE" })).status).toBe(200);
+      const rest = await collect(firstTab);
+      const secondRest = await collect(secondTab);
+      expect(rest.at(-1)!.type).toBe("run.cancelled");
+      expect([secondFirst, ...secondRest]).toEqual([...first, ...rest]);
+      expect([...first, ...rest].map((event) => event.seq)).toEqual([...first, ...rest].map((_, index) => index + 1));
+      expect((await h.api(`/v1/runs/${created.runId}`)).body.status).toBe("cancelled");
+    });
+
     it("refuses what builds on an earlier state, an unknown field, a bad title or run id, with 400 and no thread made", async () => {
       const before = (await h.api("/v1/threads?limit=100")).body.threads.length;
       const input = { role: "user", content: "Hi" };
