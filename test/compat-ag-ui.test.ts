@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
+import { createDemoModel } from "../src/runtime/index.js";
 import { createDemoOutbox, createDemoTools, type DemoOutbox } from "../src/tools/index.js";
-import { createGatedModel } from "./support/client-session.js";
+import { createGatedModel, gatedWhenAskedTo } from "./support/client-session.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 const KEY = "ag-ui-test-key";
@@ -23,10 +23,7 @@ describe("AG-UI (HttpAgent) against Tidemark", () => {
   // An answer to a message starting with "gate" stops after a few words until the test releases it.
   const gated = createGatedModel();
   const demo = createDemoModel({ wordsPerSecond: 300, wordCount: 30 });
-  const model: ChatModel = {
-    ...demo,
-    stream: (request, options) => (request.messages.at(-1)?.content.startsWith("gate") ? gated.model : demo).stream(request, options),
-  };
+  const model = gatedWhenAskedTo(gated, demo);
   let dir: string;
   let outbox: DemoOutbox;
   beforeAll(async () => {

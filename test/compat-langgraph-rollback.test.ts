@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
+import { createDemoModel } from "../src/runtime/index.js";
 import { createDemoOutbox, createDemoTools, type DemoOutbox } from "../src/tools/index.js";
-import { createGatedModel } from "./support/client-session.js";
+import { createGatedModel, gatedWhenAskedTo } from "./support/client-session.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 type Part = { id?: string; event: string; data: any };
@@ -27,10 +27,7 @@ describe("rollback and command through the LangGraph SDK", () => {
   // An answer to a message starting with "gate" streams a few words, then waits (until a Stop).
   const gated = createGatedModel();
   const demo = createDemoModel({ wordsPerSecond: 300, wordCount: 20 });
-  const model: ChatModel = {
-    ...demo,
-    stream: (request, options) => (request.messages.at(-1)?.content.startsWith("gate") ? gated.model : demo).stream(request, options),
-  };
+  const model = gatedWhenAskedTo(gated, demo);
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "tidemark-lg-rollback-"));

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent } from "../src/core/index.js";
-import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
+import { createDemoModel } from "../src/runtime/index.js";
 import { readSseEvents } from "../src/stream/index.js";
-import { createGatedModel } from "./support/client-session.js";
+import { createGatedModel, gatedWhenAskedTo } from "./support/client-session.js";
 import { createFakeTime, type PendingTimer } from "./support/fake-timers.js";
 import { deltaText, startHarness, type Harness } from "./support/harness.js";
 
@@ -20,10 +20,7 @@ describe("a run created and streamed in one exchange", () => {
   // An answer to a message starting with "gate" stops after a few words until the test releases it.
   const gated = createGatedModel();
   const demo = createDemoModel({ wordsPerSecond: 0, wordCount: 30 });
-  const model: ChatModel = {
-    ...demo,
-    stream: (request, options) => (request.messages.at(-1)?.content.startsWith("gate") ? gated.model : demo).stream(request, options),
-  };
+  const model = gatedWhenAskedTo(gated, demo);
   beforeAll(async () => {
     h = await startHarness({ model, disconnectGraceMs: GRACE_MS, timers: time.timers });
   });

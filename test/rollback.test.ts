@@ -4,8 +4,8 @@
  * `multitask: "rollback"` does it to the active run before the new one starts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
-import { createGatedModel } from "./support/client-session.js";
+import { createDemoModel } from "../src/runtime/index.js";
+import { createGatedModel, gatedWhenAskedTo } from "./support/client-session.js";
 import { startHarness, type Harness, type HarnessStore } from "./support/harness.js";
 
 describe.each<HarnessStore>(["sqlite", "postgres"])("rollback on the native API (%s)", (storeKind) => {
@@ -13,10 +13,7 @@ describe.each<HarnessStore>(["sqlite", "postgres"])("rollback on the native API 
   // An answer to a message starting with "gate" streams a few words, then waits (until a Stop).
   const gated = createGatedModel();
   const demo = createDemoModel({ wordsPerSecond: 300, wordCount: 10 });
-  const model: ChatModel = {
-    ...demo,
-    stream: (request, options) => (request.messages.at(-1)?.content.startsWith("gate") ? gated.model : demo).stream(request, options),
-  };
+  const model = gatedWhenAskedTo(gated, demo);
 
   beforeAll(async () => {
     h = await startHarness({ model, storeKind });

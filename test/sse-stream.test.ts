@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent } from "../src/core/index.js";
-import { createDemoModel, type ChatModel } from "../src/runtime/index.js";
+import { createDemoModel } from "../src/runtime/index.js";
 import { readSseEvents } from "../src/stream/index.js";
-import { createGatedModel } from "./support/client-session.js";
+import { createGatedModel, gatedWhenAskedTo } from "./support/client-session.js";
 import { createFakeTime, type PendingTimer } from "./support/fake-timers.js";
 import { deltaText, startHarness, type Harness } from "./support/harness.js";
 
@@ -18,10 +18,7 @@ describe("the event stream", () => {
   // An answer to a message starting with "gate" stops after a few words until the test releases it.
   const gated = createGatedModel();
   const demo = createDemoModel({ wordsPerSecond: 300, wordCount: 120 });
-  const model: ChatModel = {
-    ...demo,
-    stream: (request, options) => (request.messages.at(-1)?.content.startsWith("gate") ? gated.model : demo).stream(request, options),
-  };
+  const model = gatedWhenAskedTo(gated, demo);
   beforeAll(async () => {
     h = await startHarness({ model, heartbeatMs: 40, eventTtlMs: TTL_MS, disconnectGraceMs: GRACE_MS, timers: time.timers });
   });

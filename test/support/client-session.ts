@@ -49,6 +49,17 @@ export function stopAwareModel(requests: ModelRequest[] = []): ChatModel {
 }
 
 /**
+ * `otherwise`, except that an answer to a message starting with "gate" comes from `gated` (and
+ * waits for its release): one model for tests that hold some runs and let others run through.
+ */
+export function gatedWhenAskedTo(gated: GatedModel, otherwise: ChatModel): ChatModel {
+  return {
+    ...otherwise,
+    stream: (request, options) => (request.messages.at(-1)?.content.startsWith("gate") ? gated.model : otherwise).stream(request, options),
+  };
+}
+
+/**
  * A model whose answers stop halfway until the test lets them finish: `before` words, then a wait
  * for {@link GatedModel.release} (a cancel aborts it), then `after` words. The test decides
  * whether a Stop lands before the end or too late, instead of racing a clock.

@@ -38,24 +38,22 @@ class RefusedInNewThread extends Error {
 
 /** The create's work in its transaction: the refusal, the earlier run, or the run made. */
 async function admitRun(tx: SqlContext, input: CreateRunInput): Promise<CreateRunResult> {
+  let read: { thread: ThreadRecord; nextPosition: number } | undefined;
   if (input.newThread) {
     // A repeat finds the first run in the thread made for it. Two firsts at once both get here;
     // the second's run insert conflicts, and its rerun (the thread rolled back with it) finds the first's.
     const earlier = await earlierRun(tx, input);
-    if (earlier) return earlier.requestHash === input.requestHash ? { kind: "existing", run: earlier } : { kind: "key_reused", run: earlier };
-    await insertThread(tx, { tenantId: input.tenantId, threadId: input.threadId, ...input.newThread, now: input.now });
+    if (earlier) return repeatOf(earlier, input);
+    read = { thread: await insertThread(tx, { tenantId: input.tenantId, threadId: input.threadId, ...input.newThread, now: input.now }), nextPosition: 0 };
+  } else {
+    // The thread's row is locked first: the same create arriving twice at once waits here for
+    // the first, then finds its run below (not the thread busy with it).
+    read = await tx.threadWithPosition(input.tenantId, input.threadId);
+    const earlier = await earlierRun(tx, input);
+    if (earlier) return repeatOf(earlier, input);
   }
-  // The thread's row is locked first: the same create arriving twice at once waits here for
-  // the first, then finds its run below (not the thread busy with it).
-  const read = await tx.threadWithPosition(input.tenantId, input.threadId);
-  const thread = read?.thread;
-  const earlier = input.newThread ? undefined : await earlierRun(tx, input);
-  if (earlier) {
-    return earlier.requestHash === input.requestHash && earlier.threadId === input.threadId
-      ? { kind: "existing", run: earlier }
-      : { kind: "key_reused", run: earlier };
-  }
-  if (!thread || thread.status !== "active") return { kind: "thread_not_found" };
+  if (!read || read.thread.status !== "active") return { kind: "thread_not_found" };
+  const { thread } = read;
   // The version check comes first: a stale client learns it is stale even on a busy thread.
   const builtOn = await checkBuiltOn(tx, input, thread);
   if (builtOn) return builtOn;
@@ -109,6 +107,15 @@ async function admitRun(tx: SqlContext, input: CreateRunInput): Promise<CreateRu
   });
   await insertRun(tx, input, thread.headCheckpointId, advanced.stateVersion, { messageCount: 1 }, false);
   return { kind: "created", run: (await tx.run(input.tenantId, input.runId))!, thread: advanced, message, checkpoint };
+}
+
+/**
+ * A create that names a run made before: the same request returns it; another is refused. A run
+ * in a new thread is the same request whatever thread the server made for it.
+ */
+function repeatOf(earlier: RunRecord, input: CreateRunInput): Extract<CreateRunResult, { kind: "existing" | "key_reused" }> {
+  const isSameRequest = earlier.requestHash === input.requestHash && (input.newThread !== undefined || earlier.threadId === input.threadId);
+  return isSameRequest ? { kind: "existing", run: earlier } : { kind: "key_reused", run: earlier };
 }
 
 /** The run this create names already (by its run id, or its idempotency key), if any. */
