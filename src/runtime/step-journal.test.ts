@@ -33,8 +33,13 @@ describe("StepJournal", () => {
   it("streams every change at once and writes the rows behind it, in order, coalescing while a write is in flight", async () => {
     const { journal, writes, events, finishWrite } = setUp();
     for (const stepId of ["a", "b", "c"]) journal.declare({ stepId, parentStepId: null, title: stepId.toUpperCase(), dependsOn: stepId === "c" ? ["a", "b"] : [], inputHash: null });
+    // Registered and started in one turn (as the plan starts a ready step): one row, one write.
     journal.update("a", "not_started");
     journal.update("a", "in_progress");
+    expect(writes).toHaveLength(0);
+    await new Promise(setImmediate);
+    expect(writes.map((write) => write.steps.map((step) => [step.stepId, step.status]))).toEqual([[["a", "in_progress"]]]);
+    journal.update("a", "failed", new Error("boom"));
     journal.update("b", "not_started");
     journal.update("c", "not_started");
     journal.update("b", "cancelled", new Error("stopped"));
@@ -42,18 +47,20 @@ describe("StepJournal", () => {
     expect(events.map((event) => event.type === "step.updated" && [event.step_id, event.status])).toEqual([
       ["a", "not_started"],
       ["a", "in_progress"],
+      ["a", "failed"],
       ["b", "not_started"],
       ["c", "not_started"],
       ["b", "cancelled"],
       ["c", "cancelled"],
     ]);
-    // One write in flight (a's registration); everything after it waits, then goes as one.
+    // One write in flight (a's first row); everything after it waits, then goes as one.
+    await new Promise(setImmediate);
     expect(writes).toHaveLength(1);
     finishWrite();
     await new Promise(setImmediate);
     expect(writes).toHaveLength(2);
     expect(writes[1]!.steps.map((step) => [step.stepId, step.status, step.ordinal])).toEqual([
-      ["a", "in_progress", 0],
+      ["a", "failed", 0],
       ["b", "cancelled", 1],
       ["c", "cancelled", 2],
     ]);
@@ -85,6 +92,7 @@ describe("StepJournal", () => {
     const { journal, writes, events, finishWrite } = setUp();
     journal.declare({ stepId: "a", parentStepId: null, title: null, dependsOn: [], inputHash: null });
     journal.update("a", "in_progress");
+    await new Promise(setImmediate);
     finishWrite();
     await new Promise(setImmediate);
     expect(writes).toHaveLength(1);
@@ -100,6 +108,7 @@ describe("StepJournal", () => {
     const { journal, writes, events, finishWrite, stop } = setUp();
     for (const stepId of ["a", "b"]) journal.declare({ stepId, parentStepId: null, title: null, dependsOn: [], inputHash: null });
     journal.update("a", "in_progress");
+    await new Promise(setImmediate);
     journal.update("b", "in_progress");
     stop.isEnding = true;
     journal.update("a", "cancelled", new Error("stopped"));

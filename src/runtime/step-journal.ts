@@ -152,6 +152,9 @@ export class StepJournal {
   #write(isForced = false): void {
     if (this.#writing || this.#dirty.size === 0) return;
     this.#writing = (async () => {
+      // The rows are taken once the current turn is over: what one turn does (the plan registers a
+      // step and starts it at once, or starts several) is one transaction, not one a change.
+      await Promise.resolve();
       while (this.#dirty.size > 0 && (isForced || !this.#context.isEnding())) {
         const steps = [...this.#dirty].map((stepId) => this.#rowOf(this.#entries.get(stepId)!));
         this.#dirty.clear();
