@@ -7,6 +7,7 @@
 import { aiSdkPeer, langGraphPeer, openaiPeer, rawPeer } from "./peer-libraries.js";
 import { runBackToBack, runPaced, runStops, type ShapeName, type ShapeReport, type StopNotice } from "./peer-shapes.js";
 import type { Peer, PeerName } from "./peer-stream.js";
+import { startRelayPeer } from "./peer-relay.js";
 import { startTidemarkPeer } from "./peer-tidemark.js";
 
 export type ChildMessage = StopNotice | { type: "report"; report: ShapeReport } | { type: "error"; error: string };
@@ -23,6 +24,8 @@ async function createPeer(name: PeerName, baseURL: string): Promise<Peer> {
       return langGraphPeer(baseURL);
     case "tidemark":
       return startTidemarkPeer(baseURL);
+    case "relay":
+      return startRelayPeer(baseURL);
   }
   throw new Error(`unknown peer ${String(name)}`);
 }

@@ -22,7 +22,11 @@ const LABELS: Record<PeerName, string> = {
   "ai-sdk": "AI SDK streamText",
   langgraph: "LangGraph.js (messages)",
   tidemark: "Tidemark server + SSE client",
+  relay: "a bare relay (server + SSE client, no store; reference)",
 };
+
+/** Every peer a result is kept for: the compared ones and the relay (paced shapes only). */
+const RESULT_PEERS: readonly PeerName[] = [...PEER_NAMES, "relay"];
 
 /** What one peer gave on one shape: its children's outcomes (two for the raw floor), or the failure. */
 interface PeerResult {
@@ -34,7 +38,7 @@ type Results = Record<ShapeName, Record<PeerName, PeerResult>>;
 
 const emptyResults = (): Results =>
   Object.fromEntries(
-    SHAPE_NAMES.map((shape) => [shape, Object.fromEntries(PEER_NAMES.map((peer): [PeerName, PeerResult] => [peer, { outcomes: [], errors: [] }]))]),
+    SHAPE_NAMES.map((shape) => [shape, Object.fromEntries(RESULT_PEERS.map((peer): [PeerName, PeerResult] => [peer, { outcomes: [], errors: [] }]))]),
   ) as unknown as Results;
 
 const cpuSamples = (result: PeerResult) => result.outcomes.flatMap((outcome) => outcome.report.cpuMs);
@@ -70,7 +74,7 @@ function pacedFigures(results: Results["paced"]): Figure[] {
     { label: `paced: ${LABELS.raw} CPU for ${PACED.streams} × ${SCENARIOS.paced.chunks} chunks (median of ${results.raw.outcomes.length})`, value: cpuFloor.value, unit: "s" },
     { label: `paced: ${LABELS.raw} peak RSS`, value: rssFloor.value, unit: "MB" },
   ];
-  for (const peer of PEER_NAMES.slice(1)) {
+  for (const peer of RESULT_PEERS.slice(1)) {
     figures.push(...errorFigure("paced", peer, results[peer]));
     if (results[peer].outcomes.length === 0) continue;
     const cpu = round(median(cpuSamples(results[peer])) / 1000, 2);
@@ -91,7 +95,7 @@ function pacedFigures(results: Results["paced"]): Figure[] {
  */
 function pacedPerChunkFigures(long: Results["paced"], short: Results["paced-short"]): Figure[] {
   const [shortChunks, longChunks] = [SCENARIOS["paced-short"].chunks!, SCENARIOS.paced.chunks!];
-  const fit = (peer: "raw" | "tidemark") => {
+  const fit = (peer: "raw" | "tidemark" | "relay") => {
     const [longCpu, shortCpu] = [median(cpuSamples(long[peer])), median(cpuSamples(short[peer]))];
     const perChunkMs = (longCpu - shortCpu) / (PACED.streams * (longChunks - shortChunks));
     return { perChunkUs: round(perChunkMs * 1000, 1), perStreamMs: round(shortCpu / PACED.streams - shortChunks * perChunkMs, 2) };
@@ -111,6 +115,29 @@ function pacedPerChunkFigures(long: Results["paced"], short: Results["paced-shor
       { label: `paced: ${LABELS.tidemark} CPU a stream besides its chunks (median of ${short.tidemark.outcomes.length})`, value: tidemark.perStreamMs, unit: "ms" },
       { label: "raw", value: floor.perStreamMs },
     ),
+    ...relayPerChunkFigures(long, short, floor.perChunkUs, tidemark.perChunkUs, fitted, fit),
+  ];
+}
+
+/**
+ * The relay's CPU a chunk (a reference, no target): what any server in Tidemark's place costs a
+ * chunk, and how far Tidemark's own work takes it beyond that.
+ */
+function relayPerChunkFigures(
+  long: Results["paced"],
+  short: Results["paced-short"],
+  floorUs: number,
+  tidemarkUs: number,
+  fitted: string,
+  fit: (peer: "relay") => { perChunkUs: number },
+): Figure[] {
+  const failed = [...errorFigure("paced", "relay", long.relay), ...errorFigure("paced-short", "relay", short.relay)];
+  if (long.relay.outcomes.length === 0 || short.relay.outcomes.length === 0) return failed;
+  const relay = fit("relay");
+  return [
+    ...failed,
+    compared({ label: `paced: ${LABELS.relay} CPU a chunk (${fitted})`, value: relay.perChunkUs, unit: "µs" }, { label: "raw", value: floorUs }),
+    compared({ label: `paced: ${LABELS.tidemark} CPU a chunk, against the relay's`, value: tidemarkUs, unit: "µs" }, { label: "relay", value: relay.perChunkUs }),
   ];
 }
 
@@ -185,7 +212,7 @@ async function runUnpinnedStops(log: (line: string) => void): Promise<UnpinnedSt
 
 /** Everything the JSON keeps per shape and peer: summaries and every sample. */
 function details(results: Results) {
-  const perPeer = <T>(shape: ShapeName, of: (result: PeerResult) => T) => Object.fromEntries(PEER_NAMES.map((peer) => [peer, of(results[shape][peer])]));
+  const perPeer = <T>(shape: ShapeName, of: (result: PeerResult) => T) => Object.fromEntries(RESULT_PEERS.map((peer) => [peer, of(results[shape][peer])]));
   const errors = (result: PeerResult) => (result.errors.length > 0 ? { errors: result.errors } : {});
   return {
     "back-to-back": perPeer("back-to-back", (result) => ({
@@ -254,12 +281,12 @@ export const peerCompare: Benchmark = {
         };
         if (shape === "paced-short") {
           // Only the floor and Tidemark: their per-chunk figure is fitted from the two paced lengths.
-          for (let pass = 0; pass < PACED.shortRounds; pass++) for (const peer of ["tidemark", "raw"] as const) await runChild(peer);
+          for (let pass = 0; pass < PACED.shortRounds; pass++) for (const peer of ["tidemark", "raw", "relay"] as const) await runChild(peer);
           continue;
         }
         for (const peer of ORDER) await runChild(peer);
         if (shape === "paced") {
-          for (let pass = 0; pass < PACED.alternatedRounds; pass++) for (const peer of ["tidemark", "raw"] as const) await runChild(peer);
+          for (let pass = 0; pass < PACED.alternatedRounds; pass++) for (const peer of ["tidemark", "raw", "relay"] as const) await runChild(peer);
         }
       } finally {
         await provider.close();
@@ -283,9 +310,10 @@ export const peerCompare: Benchmark = {
           "(startTidemark, SQLite, the lean reader as `--model openai-compatible:m` configures it) and the SSE client, so its CPU is server + client. " +
           "Stop: the child stamps absolute time when it presses Stop (abort(), or POST /v1/runs/{id}/cancel for Tidemark) after 20 deltas arrived, waits for its stream to end, " +
           "then the parent asks the provider child when that request's response closed; one Stop at a time. The raw floor runs first and last; its samples are pooled. " +
-          "Paced: after every peer's child, Tidemark and the floor run PACED.alternatedRounds more times each, alternately; CPU figures are medians of the children. " +
-          "Paced, short: Tidemark and the floor only, PACED.shortRounds times each, alternately, 2 chunks a stream; the CPU a chunk is (median at 500 − median at 2) ÷ (200 × 498), " +
-          "and a stream's own CPU what is left of the short shape's median.",
+          "Paced: after every peer's child, Tidemark, the floor and the relay run PACED.alternatedRounds more times each, alternately; CPU figures are medians of the children. " +
+          "Paced, short: Tidemark, the floor and the relay only, PACED.shortRounds times each, alternately, 2 chunks a stream; the CPU a chunk is (median at 500 − median at 2) ÷ (200 × 498), " +
+          "and a stream's own CPU what is left of the short shape's median. The relay (peer-relay.ts) is a reference, not a peer: a bare node:http server relaying each chunk as " +
+          "Tidemark's delta frame, read by Tidemark's client, in one process: what any server in Tidemark's place costs.",
         clockCheck: { note: "provider clock − bench clock by IPC ping-pong; not applied, the error bound is ± rtt/2", ...clockChecks },
         stopShapePinned: isStopPinned
           ? "yes: the provider on CPU 1, each peer's child on CPU 0 (taskset), so that the provider's wake-up never waits behind the peer's own work; raw and Tidemark again unpinned for reference (stopUnpinned)"

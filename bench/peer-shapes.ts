@@ -32,6 +32,7 @@ export const STOP = { warmup: 5, measured: 100, deltasBeforeStop: 20 };
  * child each read anywhere from 1.9× to 2.4× on one machine in one evening. The floor and Tidemark
  * also run the short paced shape `shortRounds` times each, alternately: the two lengths give the
  * CPU a chunk costs, apart from what a stream costs (its creation, its persistence, its title).
+ * The relay (peer-relay.ts, a reference) runs beside them in both.
  */
 export const PACED = { streams: 200, alternatedRounds: 2, shortRounds: 3 };
 

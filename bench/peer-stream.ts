@@ -4,9 +4,10 @@
  * Tidemark peer reads its own server's SSE and stops with `POST /v1/runs/{id}/cancel`.
  */
 
-/** The peers, the raw floor first. */
-export type PeerName = "raw" | "openai" | "ai-sdk" | "langgraph" | "tidemark";
+/** The peers, the raw floor first; and the relay, a reference on the paced shapes only (bench/peer-relay.ts). */
+export type PeerName = "raw" | "openai" | "ai-sdk" | "langgraph" | "tidemark" | "relay";
 
+/** The peers every shape compares. */
 export const PEER_NAMES: readonly PeerName[] = ["raw", "openai", "ai-sdk", "langgraph", "tidemark"];
 
 /** One generation as a peer streams it. */

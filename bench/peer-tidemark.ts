@@ -2,9 +2,9 @@ import { join } from "node:path";
 import { selectModel } from "../src/models/index.js";
 import { silentLogger } from "../src/runtime/index.js";
 import { startTidemark } from "../src/start-tidemark.js";
-import { readSseEvents } from "../src/stream/index.js";
 import { createTempDir, requestJson } from "./bench-support.js";
 import { trackStream, type Peer } from "./peer-stream.js";
+import { readRunEvents } from "./run-events-reader.js";
 
 /**
  * Tidemark's whole path in one process, as peer-compare measures it: an embedded server (SQLite,
@@ -43,12 +43,7 @@ export async function startTidemarkPeer(baseURL: string): Promise<Peer> {
         if (!createdRunId) throw new Error(`no run id in Location: ${response.headers.get("location")}`);
         runIdKnown(createdRunId);
         lastRunId = createdRunId;
-        let lastType = "";
-        for await (const message of readSseEvents(response.body, { signal })) {
-          const event = JSON.parse(message.data) as { type: string; text?: string };
-          lastType = event.type;
-          if (event.type === "message.delta") onText(event.text ?? "");
-        }
+        const lastType = await readRunEvents(response.body, signal, onText);
         if (lastType !== "run.completed" && lastType !== "run.cancelled") throw new Error(`the run's stream ended with ${lastType || "nothing"}`);
       };
       // The Stop is the server's: the stream then ends by itself with run.cancelled.
