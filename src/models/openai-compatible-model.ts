@@ -1,6 +1,6 @@
 import type { ChatModel, ModelMessage, ModelRequest, ModelStreamPart } from "../core/model.js";
 import { ModelError, parseRetryAfter } from "../core/model-error.js";
-import { ChatCompletionReader } from "./chat-completion-reader.js";
+import { ChatCompletionChunks } from "./chat-completion-chunks.js";
 import { postUpstream, type UpstreamResponse } from "./upstream-post.js";
 import { registerProviderCancel, type ProviderCancelOptions } from "./provider-cancel.js";
 
@@ -58,7 +58,7 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleModelOption
 
   return {
     id: options.id ?? `openai-compatible:${options.model}`,
-    stream(request: ModelRequest, { signal }): AsyncIterableIterator<ModelStreamPart> {
+    stream(request: ModelRequest, { signal }): AsyncGenerator<ModelStreamPart> {
       let cancel: ReturnType<typeof registerProviderCancel> | undefined;
       const open = async (): Promise<AsyncIterable<string>> => {
         signal.throwIfAborted();
@@ -66,8 +66,8 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleModelOption
         const response = await post(chatCompletionBody(options, request), signal, cancel.headers);
         return response.chunks();
       };
-      // The reader opens the request itself: one iterator between the socket and the run, not two.
-      return new ChatCompletionReader(open, signal, () => cancel?.release());
+      // The reader opens the request itself: one generator between the socket and the run, not two.
+      return readChatCompletion(open, signal, () => cancel?.release());
     },
     async title(firstUserMessage, { signal }) {
       const response = await post(
@@ -114,8 +114,43 @@ function chatCompletionBody(options: OpenAICompatibleModelOptions, request: Mode
 }
 
 /** Reads a chat-completions SSE body (text chunks) into stream parts; tool calls are emitted once complete. */
-export function readChatCompletionStream(body: AsyncIterable<string>, signal: AbortSignal): AsyncIterableIterator<ModelStreamPart> {
-  return new ChatCompletionReader(async () => body, signal);
+export function readChatCompletionStream(body: AsyncIterable<string>, signal: AbortSignal): AsyncGenerator<ModelStreamPart> {
+  return readChatCompletion(async () => body, signal);
+}
+
+/** {@link readChatCompletionStream} of the body `open` gives; `release` runs once the reading is over, however it ended. */
+export async function* readChatCompletion(open: () => Promise<AsyncIterable<string>>, signal: AbortSignal, release?: () => void): AsyncGenerator<ModelStreamPart> {
+  try {
+    const completion = new ChatCompletionChunks();
+    const chunks = (await open())[Symbol.asyncIterator]();
+    try {
+      while (!completion.isDone) {
+        let result: IteratorResult<string>;
+        try {
+          result = await chunks.next();
+        } catch (error) {
+          throw brokenBodyError(error, signal);
+        }
+        if (result.done) break;
+        // By index: no iterator a chunk.
+        const texts = completion.feed(result.value);
+        for (let index = 0; index < texts.length; index++) yield { type: "text-delta", text: texts[index]! };
+        completion.throwIfFailed();
+      }
+    } finally {
+      // A consumer that stops reading (break, return, an error), or a [DONE] before the body's end, closes the upstream request.
+      await chunks.return?.();
+    }
+    for (const part of completion.endParts()) yield part;
+  } finally {
+    release?.();
+  }
+}
+
+/** What a body that broke off throws: the run's own abort when it was that, else the provider's failure. */
+function brokenBodyError(error: unknown, signal: AbortSignal): unknown {
+  if (signal.aborted) return signal.reason;
+  return new ModelError("rejected", "The model provider's stream broke off.", { cause: error });
 }
 
 function toOpenAIMessage(message: ModelMessage): Record<string, unknown> {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ModelStreamPart } from "../core/model.js";
 import { ModelError } from "../core/model-error.js";
-import { ChatCompletionReader } from "./chat-completion-reader.js";
+import { readChatCompletion } from "./openai-compatible-model.js";
 
 const textChunk = (text: string) => `data: ${JSON.stringify({ choices: [{ delta: { content: text } }] })}\n\n`;
 const finishChunk = `data: ${JSON.stringify({ choices: [{ delta: {}, finish_reason: "stop" }], usage: { prompt_tokens: 3, completion_tokens: 2 } })}\n\n`;
@@ -29,7 +29,7 @@ function bodyOf(chunks: string[], options: { breakAfter?: number } = {}) {
 
 function readerOf(chunks: string[], options: { breakAfter?: number; signal?: AbortSignal } = {}) {
   const { body, log } = bodyOf(chunks, options);
-  const reader = new ChatCompletionReader(
+  const reader = readChatCompletion(
     async () => {
       log.push("opened");
       return body;
@@ -50,7 +50,7 @@ async function readAll(reader: AsyncIterable<ModelStreamPart>): Promise<{ parts:
   return { parts };
 }
 
-describe("ChatCompletionReader", () => {
+describe("readChatCompletion", () => {
   it("hands out every text as it comes (two in one chunk too), then the finish, closing the body before the end and releasing last", async () => {
     const { reader, log } = readerOf([textChunk("a"), textChunk("b") + textChunk("c"), finishChunk, "data: [DONE]\n\n"]);
     const { parts, error } = await readAll(reader);
@@ -106,7 +106,7 @@ describe("ChatCompletionReader", () => {
 
   it("releases when the body could not be opened, without closing what never opened", async () => {
     const log: string[] = [];
-    const reader = new ChatCompletionReader(
+    const reader = readChatCompletion(
       () => Promise.reject(new ModelError("retryable", "unreachable")),
       new AbortController().signal,
       () => log.push("released"),
