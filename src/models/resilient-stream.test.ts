@@ -1,24 +1,10 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { ChatModel, ModelStreamPart } from "../core/model.js";
+import type { ModelStreamPart } from "../core/model.js";
 import { ModelError } from "../core/model-error.js";
+import { stallingAttempts } from "../../test/support/stalling-model.js";
 import { withResilience } from "./resilient-stream.js";
 
 const text = (value: string): ModelStreamPart => ({ type: "text-delta", text: value });
-
-/** Each attempt streams its parts, then stalls until its signal aborts (and rejects with the reason). */
-function stallingAttempts(attempts: ModelStreamPart[][]) {
-  const signals: AbortSignal[] = [];
-  const model: ChatModel = {
-    id: "stalling",
-    async *stream(_request, { signal }) {
-      const parts = attempts[signals.length] ?? [];
-      signals.push(signal);
-      for (const part of parts) yield part;
-      await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true }));
-    },
-  };
-  return { model, signals };
-}
 
 describe("withResilience, both jobs at once", () => {
   afterEach(() => {

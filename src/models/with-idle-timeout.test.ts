@@ -1,23 +1,10 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ModelError } from "../core/model-error.js";
 import type { ChatModel, ModelStreamPart } from "../core/model.js";
+import { stallingAttempts } from "../../test/support/stalling-model.js";
 import { withIdleTimeout } from "./with-idle-timeout.js";
 
 const text = (value: string): ModelStreamPart => ({ type: "text-delta", text: value });
-
-/** Streams `parts`, then waits for its signal (a stalled upstream) and rejects with its reason. */
-function stallingModel(parts: ModelStreamPart[]) {
-  const seen: { signal?: AbortSignal } = {};
-  const model: ChatModel = {
-    id: "stalling",
-    async *stream(_request, { signal }) {
-      seen.signal = signal;
-      for (const part of parts) yield part;
-      await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true }));
-    },
-  };
-  return { model, seen };
-}
 
 describe("withIdleTimeout", () => {
   afterEach(() => {
@@ -26,18 +13,18 @@ describe("withIdleTimeout", () => {
 
   it("ends a stream that sends nothing for the timeout: the request is aborted, the failure is retryable", async () => {
     vi.useFakeTimers();
-    const { model, seen } = stallingModel([text("a")]);
+    const { model, signals } = stallingAttempts([[text("a")]]);
     const parts: ModelStreamPart[] = [];
     const reading = (async () => {
       for await (const part of withIdleTimeout(model, { idleTimeoutMs: 1_000 }).stream({ messages: [] }, { signal: new AbortController().signal })) parts.push(part);
     })();
     const failure = reading.catch((error: unknown) => error);
     await vi.advanceTimersByTimeAsync(999);
-    expect(seen.signal?.aborted).toBe(false);
+    expect(signals[0]?.aborted).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
     const error = await failure;
     expect(parts).toEqual([text("a")]);
-    expect(seen.signal?.aborted).toBe(true);
+    expect(signals[0]?.aborted).toBe(true);
     expect(ModelError.isInstance(error) && error.kind).toBe("retryable");
   });
 
@@ -64,7 +51,7 @@ describe("withIdleTimeout", () => {
   });
 
   it("passes a Stop through as the Stop, and 0 turns it off", async () => {
-    const { model } = stallingModel([]);
+    const { model } = stallingAttempts([[]]);
     const controller = new AbortController();
     const reading = (async () => {
       for await (const part of withIdleTimeout(model, { idleTimeoutMs: 60_000 }).stream({ messages: [] }, { signal: controller.signal })) void part;
