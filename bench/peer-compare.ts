@@ -129,7 +129,7 @@ function relayPerChunkFigures(
   floorUs: number,
   tidemarkUs: number,
   fitted: string,
-  fit: (peer: "relay") => { perChunkUs: number },
+  fit: (peer: "relay") => { perChunkUs: number; perStreamMs: number },
 ): Figure[] {
   const failed = [...errorFigure("paced", "relay", long.relay), ...errorFigure("paced-short", "relay", short.relay)];
   if (long.relay.outcomes.length === 0 || short.relay.outcomes.length === 0) return failed;
@@ -138,6 +138,7 @@ function relayPerChunkFigures(
     ...failed,
     compared({ label: `paced: ${LABELS.relay} CPU a chunk (${fitted})`, value: relay.perChunkUs, unit: "µs" }, { label: "raw", value: floorUs }),
     compared({ label: `paced: ${LABELS.tidemark} CPU a chunk, against the relay's`, value: tidemarkUs, unit: "µs" }, { label: "relay", value: relay.perChunkUs }),
+    { label: `paced: ${LABELS.relay} CPU a stream besides its chunks (median of ${short.relay.outcomes.length})`, value: relay.perStreamMs, unit: "ms" },
   ];
 }
 
@@ -249,7 +250,8 @@ export const peerCompare: Benchmark = {
   name: "peer-compare",
   summary:
     "issue 18's peers on one mock provider (its own process), each peer in a fresh process: 20,000 chunks back to back (CPU), Stop → upstream socket closed, " +
-    "200 streams × 500 chunks at 10 ms (CPU, peak RSS) and × 2 chunks (CPU a chunk and a stream, fitted); raw fetch + eventsource-parser (the floor), openai, AI SDK streamText, LangGraph.js, Tidemark server + SSE client",
+    "200 streams × 500 chunks at 10 ms (CPU, peak RSS) and × 2 chunks (CPU a chunk and a stream, fitted); raw fetch + eventsource-parser (the floor), openai, AI SDK streamText, LangGraph.js, Tidemark server + SSE client; " +
+    "on the paced shapes, a bare relay (server + SSE client in one process, no store) for reference",
   async run({ log }): Promise<BenchmarkResult> {
     const results = emptyResults();
     const clockChecks: Record<string, { offsetMs: number; rttMs: number }> = {};

@@ -12,7 +12,8 @@ import { readRunEvents } from "./run-events-reader.js";
  * and an SSE client costs when both run in one process, as Tidemark's do. A `node:http` server
  * relays each chunk's text at once, as Tidemark's delta frame written to the socket as Tidemark's
  * SSE writer writes it, and the client reads it as the Tidemark peer's does (fetch and
- * `readSseEvents`). Nothing else: no run, no store, no buffer, no replay, no title, no validation.
+ * `readSseEvents`). Nothing else: no run, no store, no buffer, no replay, no title, no validation,
+ * no backpressure (the bench's client keeps up).
  * Tidemark's distance to it is its own work; its distance to the floor, the relay's shape (a second
  * socket read and a loopback write a chunk, a larger frame).
  */
