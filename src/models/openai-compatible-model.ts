@@ -118,7 +118,7 @@ export function readChatCompletionStream(body: AsyncIterable<string>, signal: Ab
   return readChatCompletion(async () => body, signal);
 }
 
-/** {@link readChatCompletionStream} of the body `open` gives; `release` runs once the reading is over, however it ended. */
+/** {@link readChatCompletionStream} of the body `open` gives; `release` runs once the reading is over, however it ended (exported for its tests). */
 export async function* readChatCompletion(open: () => Promise<AsyncIterable<string>>, signal: AbortSignal, release?: () => void): AsyncGenerator<ModelStreamPart> {
   try {
     const completion = new ChatCompletionChunks();

@@ -123,7 +123,7 @@ describe("readChatCompletion", () => {
       break;
     }
     expect(mid.log).toEqual(["opened", "closed", "released"]);
-    await mid.reader.return();
+    await mid.reader.return(undefined);
     expect(mid.log).toEqual(["opened", "closed", "released"]);
 
     const end = readerOf([textChunk("a"), finishChunk, "data: [DONE]\n\n"]);
@@ -133,7 +133,7 @@ describe("readChatCompletion", () => {
 
   it("opens nothing when left before its first read", async () => {
     const { reader, log } = readerOf([textChunk("a")]);
-    await expect(reader.return()).resolves.toEqual({ value: undefined, done: true });
+    await expect(reader.return(undefined)).resolves.toEqual({ value: undefined, done: true });
     await expect(reader.next()).resolves.toEqual({ value: undefined, done: true });
     expect(log).toEqual([]);
   });
