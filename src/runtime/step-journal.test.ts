@@ -33,13 +33,8 @@ describe("StepJournal", () => {
   it("streams every change at once and writes the rows behind it, in order, coalescing while a write is in flight", async () => {
     const { journal, writes, events, finishWrite } = setUp();
     for (const stepId of ["a", "b", "c"]) journal.declare({ stepId, parentStepId: null, title: stepId.toUpperCase(), dependsOn: stepId === "c" ? ["a", "b"] : [], inputHash: null });
-    // Registered and started in one turn (as the plan starts a ready step): one row, one write.
     journal.update("a", "not_started");
     journal.update("a", "in_progress");
-    expect(writes).toHaveLength(0);
-    await new Promise(setImmediate);
-    expect(writes.map((write) => write.steps.map((step) => [step.stepId, step.status]))).toEqual([[["a", "in_progress"]]]);
-    journal.update("a", "failed", new Error("boom"));
     journal.update("b", "not_started");
     journal.update("c", "not_started");
     journal.update("b", "cancelled", new Error("stopped"));
@@ -47,28 +42,37 @@ describe("StepJournal", () => {
     expect(events.map((event) => event.type === "step.updated" && [event.step_id, event.status])).toEqual([
       ["a", "not_started"],
       ["a", "in_progress"],
-      ["a", "failed"],
       ["b", "not_started"],
       ["c", "not_started"],
       ["b", "cancelled"],
       ["c", "cancelled"],
     ]);
-    // One write in flight (a's first row); everything after it waits, then goes as one.
-    await new Promise(setImmediate);
-    expect(writes).toHaveLength(1);
+    // One write in flight: a's registration and start, one row (the start's write took the
+    // registration waiting for its turn to end); everything after it waits, then goes as one.
+    expect(writes.map((write) => write.steps.map((step) => [step.stepId, step.status, step.ordinal]))).toEqual([[["a", "in_progress", 0]]]);
     finishWrite();
     await new Promise(setImmediate);
     expect(writes).toHaveLength(2);
     expect(writes[1]!.steps.map((step) => [step.stepId, step.status, step.ordinal])).toEqual([
-      ["a", "failed", 0],
       ["b", "cancelled", 1],
       ["c", "cancelled", 2],
     ]);
-    expect(writes[1]!.steps[1]).toMatchObject({ error: "Error: stopped", endedAt: expect.any(Number), startedAt: null });
+    expect(writes[1]!.steps[0]).toMatchObject({ error: "Error: stopped", endedAt: expect.any(Number), startedAt: null });
     const flushed = journal.flush();
     finishWrite();
     await flushed;
     expect(writes).toHaveLength(2);
+  });
+
+  it("writes a registration that no start follows in its turn once the turn is over", async () => {
+    const { journal, writes, events, finishWrite } = setUp();
+    journal.declare({ stepId: "a", parentStepId: null, title: null, dependsOn: ["z"], inputHash: null });
+    journal.update("a", "not_started");
+    expect(events).toHaveLength(1);
+    expect(writes).toHaveLength(0);
+    await Promise.resolve();
+    expect(writes.map((write) => write.steps.map((step) => [step.stepId, step.status]))).toEqual([[["a", "not_started"]]]);
+    finishWrite();
   });
 
   it("names a step's durable record in its row and its completed event, and lists what is in progress", async () => {
@@ -92,7 +96,6 @@ describe("StepJournal", () => {
     const { journal, writes, events, finishWrite } = setUp();
     journal.declare({ stepId: "a", parentStepId: null, title: null, dependsOn: [], inputHash: null });
     journal.update("a", "in_progress");
-    await new Promise(setImmediate);
     finishWrite();
     await new Promise(setImmediate);
     expect(writes).toHaveLength(1);
@@ -108,7 +111,6 @@ describe("StepJournal", () => {
     const { journal, writes, events, finishWrite, stop } = setUp();
     for (const stepId of ["a", "b"]) journal.declare({ stepId, parentStepId: null, title: null, dependsOn: [], inputHash: null });
     journal.update("a", "in_progress");
-    await new Promise(setImmediate);
     journal.update("b", "in_progress");
     stop.isEnding = true;
     journal.update("a", "cancelled", new Error("stopped"));

@@ -54,6 +54,7 @@ export class StepJournal {
   readonly #dirty = new Set<string>();
   readonly #context: StepJournalContext;
   #writing: Promise<void> | undefined;
+  #isWriteSoon = false;
 
   constructor(context: StepJournalContext) {
     this.#context = context;
@@ -112,7 +113,10 @@ export class StepJournal {
     // Rows are sticky once closed: the run's end already wrote what this one would.
     if (entry.isClosedByRunEnd && hasEnded) return;
     this.#dirty.add(stepId);
-    if (!this.#context.isEnding()) this.#write();
+    // A registration waits for the end of its turn: the plan starts a ready step right after
+    // registering it, and that start's write takes both rows (one transaction, not two).
+    if (isRegistration) this.#writeSoon();
+    else if (!this.#context.isEnding()) this.#write();
   }
 
   /** The steps still in progress, in registration order (what a Stop waits for). */
@@ -148,13 +152,20 @@ export class StepJournal {
     for (const row of rows) this.#dirty.add(row.stepId);
   }
 
+  /** Writes the changed rows once the current turn is over, unless a write has taken them by then. */
+  #writeSoon(): void {
+    if (this.#isWriteSoon) return;
+    this.#isWriteSoon = true;
+    queueMicrotask(() => {
+      this.#isWriteSoon = false;
+      if (!this.#context.isEnding()) this.#write();
+    });
+  }
+
   /** Writes the changed rows, one transaction at a time, until none is left (or, unless `isForced`, a Stop holds them). */
   #write(isForced = false): void {
     if (this.#writing || this.#dirty.size === 0) return;
     this.#writing = (async () => {
-      // The rows are taken once the current turn is over: what one turn does (the plan registers a
-      // step and starts it at once, or starts several) is one transaction, not one a change.
-      await Promise.resolve();
       while (this.#dirty.size > 0 && (isForced || !this.#context.isEnding())) {
         const steps = [...this.#dirty].map((stepId) => this.#rowOf(this.#entries.get(stepId)!));
         this.#dirty.clear();
