@@ -282,7 +282,7 @@ export const peerCompare: Benchmark = {
           }
         };
         if (shape === "paced-short") {
-          // Only the floor and Tidemark: their per-chunk figure is fitted from the two paced lengths.
+          // Only the floor, Tidemark and the relay: their per-chunk figures are fitted from the two paced lengths.
           for (let pass = 0; pass < PACED.shortRounds; pass++) for (const peer of ["tidemark", "raw", "relay"] as const) await runChild(peer);
           continue;
         }

@@ -54,7 +54,7 @@ export class StepJournal {
   readonly #dirty = new Set<string>();
   readonly #context: StepJournalContext;
   #writing: Promise<void> | undefined;
-  #isWriteSoon = false;
+  #isWriteQueued = false;
 
   constructor(context: StepJournalContext) {
     this.#context = context;
@@ -154,10 +154,10 @@ export class StepJournal {
 
   /** Writes the changed rows once the current turn is over, unless a write has taken them by then. */
   #writeSoon(): void {
-    if (this.#isWriteSoon) return;
-    this.#isWriteSoon = true;
+    if (this.#isWriteQueued) return;
+    this.#isWriteQueued = true;
     queueMicrotask(() => {
-      this.#isWriteSoon = false;
+      this.#isWriteQueued = false;
       if (!this.#context.isEnding()) this.#write();
     });
   }
