@@ -35,8 +35,9 @@ import { rss1000 } from "./rss-1000.js";
 import { round } from "./statistics.js";
 import { streamPath } from "./stream-path.js";
 import { threadRender } from "./thread-render.js";
+import { walBound } from "./wal-bound.js";
 
-const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveVadOnset, liveSessions, compatStream, compatStop, limitsTracingCost, peerCompare, manyStreams, pruneCost];
+const BENCHMARKS: readonly Benchmark[] = [cancelLatency, streamPath, checkpointCost, rss1000, providerStop, providerCpu, ledgerOverhead, resumeLatency, forkCost, clusterCancel, clusterThroughput, pgCheckpointCost, clientStream, threadRender, planStop, planOverhead, liveBargeIn, liveVadOnset, liveSessions, compatStream, compatStop, limitsTracingCost, peerCompare, manyStreams, pruneCost, walBound];
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !BENCHMARKS.some((benchmark) => benchmark.name === name));

@@ -8,6 +8,9 @@ import { openReadOnlyDatabase } from "./open-read-only.js";
 import { SqliteDriver } from "./sqlite-driver.js";
 import { startWalCheckpointer, type WalCheckpointProgress } from "./wal-checkpointer.js";
 
+/** The WAL's size from which it is made to start over (see {@link SqliteStoreOptions.walLimitBytes}). */
+const DEFAULT_WAL_LIMIT_BYTES = 64 * 1024 * 1024;
+
 /** Options for {@link createSqliteStore}. */
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:`. */
@@ -17,6 +20,12 @@ export interface SqliteStoreOptions {
    * thread pays for it; 0 leaves SQLite's automatic checkpoints on. Files only.
    */
   checkpointIntervalMs?: number;
+  /**
+   * The WAL's size from which the checkpointer makes it start over, and to which its file is cut
+   * back when it does (default 64 MB). Under writes that never pause, SQLite would otherwise only
+   * append to it: the worker's checkpoints copy it back, but a commit lands during every copy.
+   */
+  walLimitBytes?: number;
   /** Where checkpoint failures are reported (default: ignored; the next one retries). */
   onBackgroundError?: (message: string) => void;
   /** Each background checkpoint's progress (tests wait on it). */
@@ -40,6 +49,9 @@ export interface SqliteStoreOptions {
  * one connection is serialised by the driver's mutex (see sqlite-driver.ts).
  */
 export function createSqliteStore(options: SqliteStoreOptions): Store {
+  if (options.walLimitBytes !== undefined && !(Number.isFinite(options.walLimitBytes) && options.walLimitBytes > 0)) {
+    throw new RangeError(`walLimitBytes must be a positive number of bytes, not ${options.walLimitBytes}`);
+  }
   if (options.readOnly) return new SqlStore(new SqliteDriver(openReadOnlyDatabase(options.path)));
   const isFile = options.path !== ":memory:" && !options.path.startsWith("file::memory:") && options.path !== "";
   // Taken before the file is opened: a refused process touches nothing.
@@ -54,7 +66,15 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     const intervalMs = options.checkpointIntervalMs ?? 1_000;
     if (!isFile || intervalMs <= 0) return new SqlStore(new SqliteDriver(db, { afterClose: () => lock?.release() }));
     db.pragma("wal_autocheckpoint = 0");
-    const checkpointer = startWalCheckpointer(options.path, intervalMs, options.onBackgroundError ?? (() => {}), options.onWalCheckpoint);
+    const walLimitBytes = options.walLimitBytes ?? DEFAULT_WAL_LIMIT_BYTES;
+    // The first commit after a restart cuts the file back to this size (a burst's high-water mark is not kept).
+    db.pragma(`journal_size_limit = ${Math.floor(walLimitBytes)}`);
+    const checkpointer = startWalCheckpointer(options.path, {
+      intervalMs,
+      restartFrames: Math.max(1, Math.ceil(walLimitBytes / (db.pragma("page_size", { simple: true }) as number))),
+      onError: options.onBackgroundError ?? (() => {}),
+      ...(options.onWalCheckpoint ? { onCheckpoint: options.onWalCheckpoint } : {}),
+    });
     return new SqlStore(
       new SqliteDriver(db, { beforeClose: () => checkpointer.close(), afterClose: () => lock?.release() }),
     );

@@ -66,6 +66,59 @@ describe("the WAL checkpointer", () => {
     expect(errors).toEqual([]);
   });
 
+  it("makes the WAL start over under writes that never pause, and cuts its file back to the limit", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
+    dirs.push(dir);
+    const path = join(dir, "store.db");
+    const errors: string[] = [];
+    const walLimitBytes = 256 * 1024;
+    let restarts = 0;
+    let latestStartedAt = 0;
+    let onReport: (() => void) | undefined;
+    const store = createSqliteStore({
+      path,
+      checkpointIntervalMs: 5,
+      walLimitBytes,
+      onBackgroundError: (message) => errors.push(message),
+      onWalCheckpoint: ({ startedAt, isRestarted }) => {
+        if (isRestarted) restarts++;
+        latestStartedAt = startedAt;
+        onReport?.();
+      },
+    });
+    // Each write begins as soon as the last one committed: no moment without a writer is left
+    // for SQLite to start the WAL over by itself, so only the checkpointer's RESTART can.
+    let written = 0;
+    while (restarts < 3) {
+      if (written === 20_000) throw new Error(`the WAL started over ${restarts} times in ${written} writes that never paused`);
+      await store.createThread({ tenantId: "t", threadId: createId("thr"), checkpointId: createId("cp"), metadata: { pad: "x".repeat(500) }, now: written });
+      written++;
+    }
+    // Once a checkpoint has copied everything back with nobody writing, the next commit starts the
+    // WAL over and cuts the file back to the limit, whatever size the writes above left it at.
+    const writesEndedAt = Date.now();
+    await new Promise<void>((resolve) => {
+      onReport = () => {
+        if (latestStartedAt > writesEndedAt) resolve();
+      };
+    });
+    await store.createThread({ tenantId: "t", threadId: createId("thr"), checkpointId: createId("cp"), metadata: {}, now: written });
+    expect(walBytes(path)).toBeLessThanOrEqual(walLimitBytes + 64 * 1024);
+    await store.close();
+    const reader = new Database(path, { readonly: true });
+    expect((reader.prepare("SELECT COUNT(*) AS n FROM threads").get() as { n: number }).n).toBe(written + 1);
+    reader.close();
+    expect(errors).toEqual([]);
+  });
+
+  it("refuses a WAL limit that is not a positive number of bytes", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
+    dirs.push(dir);
+    for (const walLimitBytes of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => createSqliteStore({ path: join(dir, "limit.db"), walLimitBytes })).toThrow(RangeError);
+    }
+  });
+
   it("lets a process whose last work is closing the store wait for the worker, then exit 0", () => {
     const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
     dirs.push(dir);

@@ -2,17 +2,40 @@ import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 
 // Runs in a worker thread with its own connection. A PASSIVE checkpoint never waits for readers
-// or writers, so the main thread's commits go on while it copies the WAL back and fsyncs.
+// or writers, so the main thread's commits go on while it copies the WAL back and fsyncs. SQLite
+// starts the WAL over only when a write begins with every frame copied back, a moment steady
+// writes never leave (a commit lands during every copy), so past `restartFrames` the worker
+// makes it: PASSIVE passes back to back until one leaves little behind (what was written during
+// the last), then a RESTART, which holds the write lock while it copies that little and waits
+// for readers. A write transaction begun meanwhile waits for it; a RESTART that cannot have the
+// locks within its short busy timeout gives up until the next tick.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
 db.pragma("busy_timeout = 5000");
+const passive = () => db.pragma("wal_checkpoint(PASSIVE)")[0];
+function restart() {
+  let last = passive();
+  for (let pass = 1; pass < workerData.maxCatchUpPasses; pass++) {
+    const next = passive();
+    const writtenMeanwhile = next.log - last.log;
+    last = next;
+    if (writtenMeanwhile <= workerData.catchUpFrames) break;
+  }
+  db.pragma("busy_timeout = " + workerData.restartBusyTimeoutMs);
+  try {
+    return db.pragma("wal_checkpoint(RESTART)")[0].busy === 0;
+  } finally {
+    db.pragma("busy_timeout = 5000");
+  }
+}
 const timer = setInterval(() => {
   try {
     const startedAt = Date.now();
-    const [result] = db.pragma("wal_checkpoint(PASSIVE)");
-    if (workerData.isReporting) parentPort.postMessage({ log: result.log, checkpointed: result.checkpointed, startedAt });
+    const result = passive();
+    const isRestarted = result.log >= workerData.restartFrames && restart();
+    if (workerData.isReporting) parentPort.postMessage({ log: result.log, checkpointed: result.checkpointed, startedAt, isRestarted });
   } catch (error) {
     parentPort.postMessage({ error: String(error) });
   }
@@ -25,11 +48,22 @@ parentPort.on("message", (message) => {
 });
 `;
 
-/** One checkpoint's result: frames in the WAL, how many of them are now in the database file, and when it began. */
+/** One checkpoint's result: frames in the WAL, how many of them are now in the database file, when it began, and whether the WAL was made to start over. */
 export interface WalCheckpointProgress {
   log: number;
   checkpointed: number;
   startedAt: number;
+  isRestarted: boolean;
+}
+
+/** How the checkpointer runs. */
+export interface WalCheckpointerOptions {
+  /** How often it checkpoints, ms. */
+  intervalMs: number;
+  /** The WAL's length in frames from which a checkpoint also makes it start over (see WORKER_SOURCE). */
+  restartFrames: number;
+  onError: (message: string) => void;
+  onCheckpoint?: (progress: WalCheckpointProgress) => void;
 }
 
 /** A background WAL checkpointer; `close()` stops it and closes its connection. */
@@ -38,25 +72,35 @@ export interface WalCheckpointer {
 }
 
 /**
+ * How long a RESTART waits for the main thread's write transaction and for readers before it gives
+ * up until the next tick: every write begun meanwhile waits too, so it is short.
+ */
+const RESTART_BUSY_TIMEOUT_MS = 50;
+/** Before a RESTART, PASSIVE passes go on while the last one saw more than this many frames written (at most `MAX_CATCH_UP_PASSES`: a writer faster than the copy waits for the RESTART instead). */
+const CATCH_UP_FRAMES = 256;
+const MAX_CATCH_UP_PASSES = 8;
+
+/**
  * Moves SQLite's WAL checkpoints off the main thread. With automatic checkpoints, the commit that
  * crosses the threshold copies the WAL back and fsyncs inside the event loop (milliseconds), and
  * that commit may be a Stop's. With `wal_autocheckpoint = 0` on the main connection and this
  * worker checkpointing every `intervalMs`, no commit on the main thread ever fsyncs.
  */
-export function startWalCheckpointer(
-  path: string,
-  intervalMs: number,
-  onError: (message: string) => void,
-  onCheckpoint?: (progress: WalCheckpointProgress) => void,
-): WalCheckpointer {
+export function startWalCheckpointer(path: string, options: WalCheckpointerOptions): WalCheckpointer {
+  const { intervalMs, restartFrames, onError, onCheckpoint } = options;
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
   const isReporting = onCheckpoint !== undefined;
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, driver, intervalMs, isReporting } });
+  const workerData = { path, driver, intervalMs, restartFrames, restartBusyTimeoutMs: RESTART_BUSY_TIMEOUT_MS,
+    catchUpFrames: CATCH_UP_FRAMES,
+    maxCatchUpPasses: MAX_CATCH_UP_PASSES,
+    isReporting,
+  };
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData });
   worker.unref();
   worker.on("message", (message: { error?: string } & Partial<WalCheckpointProgress>) => {
     if (message.error) onError(message.error);
     else if (message.log !== undefined && message.checkpointed !== undefined && message.startedAt !== undefined) {
-      onCheckpoint?.({ log: message.log, checkpointed: message.checkpointed, startedAt: message.startedAt });
+      onCheckpoint?.({ log: message.log, checkpointed: message.checkpointed, startedAt: message.startedAt, isRestarted: message.isRestarted === true });
     }
   });
   worker.on("error", (error) => onError(String(error)));
