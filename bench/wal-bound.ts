@@ -11,8 +11,8 @@ import { median, percentile, round } from "./statistics.js";
  * The SQLite WAL under writes that never pause: a writer at a steady 1,200 transactions a second
  * (about 40 MB of WAL a second, the order of a busy embedded server) for 15 s, with the store's
  * default WAL limit (256 MB) and without one (the limit set out of reach: PASSIVE checkpoints
- * only, as before), alternately, twice each. Reported: the WAL file's largest size, the restarts, and how
- * long a write transaction took (the restart holds the write lock while it copies and fsyncs).
+ * only, as before), alternately, twice each. Reported: the WAL file's largest size, the restarts,
+ * and how long a write transaction took (a restart holds the write lock while it copies and fsyncs).
  */
 
 const WRITES_PER_SECOND = 1_200;
@@ -33,7 +33,11 @@ async function writeSteadily(walLimitBytes: number | undefined): Promise<RoundRe
   const temp = createTempDir("wal-bound");
   const path = join(temp.dir, "wal.db");
   let restarts = 0;
-  const store = createSqliteStore({ path, ...(walLimitBytes === undefined ? {} : { walLimitBytes }), onWalCheckpoint: ({ isRestarted }) => void (isRestarted && restarts++) });
+  const store = createSqliteStore({
+    path,
+    ...(walLimitBytes === undefined ? {} : { walLimitBytes }),
+    onWalCheckpoint: ({ isRestarted }) => void (isRestarted && restarts++),
+  });
   const walBytes = (): number => statSync(`${path}-wal`).size;
   const writeMs: number[] = [];
   let largest = 0;

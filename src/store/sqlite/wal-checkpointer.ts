@@ -76,7 +76,11 @@ export interface WalCheckpointer {
  * up until the next tick: every write begun meanwhile waits too, so it is short.
  */
 const RESTART_BUSY_TIMEOUT_MS = 50;
-/** Before a RESTART, PASSIVE passes go on while the last one saw more than this many frames written (at most `MAX_CATCH_UP_PASSES`: a writer faster than the copy waits for the RESTART instead). */
+/**
+ * Before a RESTART, PASSIVE passes go on while the last one saw more than this many frames written
+ * meanwhile, at most `MAX_CATCH_UP_PASSES` of them: a writer faster than the copy then waits for
+ * the RESTART's longer copy instead of the WAL growing on.
+ */
 const CATCH_UP_FRAMES = 256;
 const MAX_CATCH_UP_PASSES = 8;
 
@@ -90,7 +94,12 @@ export function startWalCheckpointer(path: string, options: WalCheckpointerOptio
   const { intervalMs, restartFrames, onError, onCheckpoint } = options;
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
   const isReporting = onCheckpoint !== undefined;
-  const workerData = { path, driver, intervalMs, restartFrames, restartBusyTimeoutMs: RESTART_BUSY_TIMEOUT_MS,
+  const workerData = {
+    path,
+    driver,
+    intervalMs,
+    restartFrames,
+    restartBusyTimeoutMs: RESTART_BUSY_TIMEOUT_MS,
     catchUpFrames: CATCH_UP_FRAMES,
     maxCatchUpPasses: MAX_CATCH_UP_PASSES,
     isReporting,
