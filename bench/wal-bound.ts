@@ -36,7 +36,7 @@ async function writeSteadily(walLimitBytes: number | undefined): Promise<RoundRe
   const store = createSqliteStore({
     path,
     ...(walLimitBytes === undefined ? {} : { walLimitBytes }),
-    onWalCheckpoint: ({ isRestarted }) => void (isRestarted && restarts++),
+    onWalCheckpoint: ({ restart }) => void (restart === "made" && restarts++),
   });
   const walBytes = (): number => statSync(`${path}-wal`).size;
   const writeMs: number[] = [];

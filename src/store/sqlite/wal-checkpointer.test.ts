@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createId } from "../../core/index.js";
 import type { Store } from "../store.js";
 import { createSqliteStore } from "./sqlite-store.js";
+import type { WalCheckpointProgress } from "./wal-checkpointer.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -80,19 +81,21 @@ describe("the WAL checkpointer", () => {
       checkpointIntervalMs: 5,
       walLimitBytes,
       onBackgroundError: (message) => errors.push(message),
-      onWalCheckpoint: ({ startedAt, isRestarted }) => {
-        if (isRestarted) restarts++;
+      onWalCheckpoint: ({ startedAt, restart }) => {
+        if (restart === "made") restarts++;
         latestStartedAt = startedAt;
         onReport?.();
       },
     });
-    // Each write begins as soon as the last one committed: no moment without a writer is left
-    // for SQLite to start the WAL over by itself, so only the checkpointer's RESTART can.
+    // Each write begins as soon as the last one committed and the event loop turned (the worker's
+    // reports arrive): no moment without a writer is left for SQLite to start the WAL over by
+    // itself, so only the checkpointer's RESTART can.
     let written = 0;
     while (restarts < 3) {
       if (written === 20_000) throw new Error(`the WAL started over ${restarts} times in ${written} writes that never paused`);
       await store.createThread({ tenantId: "t", threadId: createId("thr"), checkpointId: createId("cp"), metadata: { pad: "x".repeat(500) }, now: written });
       written++;
+      await new Promise(setImmediate);
     }
     // Once a checkpoint has copied everything back with nobody writing, the next commit starts the
     // WAL over and cuts the file back to the limit, whatever size the writes above left it at.
@@ -108,6 +111,61 @@ describe("the WAL checkpointer", () => {
     const reader = new Database(path, { readonly: true });
     expect((reader.prepare("SELECT COUNT(*) AS n FROM threads").get() as { n: number }).n).toBe(written + 1);
     reader.close();
+    expect(errors).toEqual([]);
+  });
+
+  it("gives up a RESTART a reader holds off, and does not try again at every tick", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
+    dirs.push(dir);
+    const path = join(dir, "store.db");
+    const errors: string[] = [];
+    const restarts: WalCheckpointProgress["restart"][] = [];
+    let onReport: (() => void) | undefined;
+    const store = createSqliteStore({
+      path,
+      checkpointIntervalMs: 5,
+      walLimitBytes: 64 * 1024,
+      onBackgroundError: (message) => errors.push(message),
+      onWalCheckpoint: ({ restart }) => {
+        restarts.push(restart);
+        onReport?.();
+      },
+    });
+    // A write, then a turn of the event loop, as between requests: the worker's reports arrive.
+    const write = async (now: number): Promise<void> => {
+      await store.createThread({ tenantId: "t", threadId: createId("thr"), checkpointId: createId("cp"), metadata: { pad: "x".repeat(500) }, now });
+      await new Promise(setImmediate);
+    };
+    await write(0);
+    // Another connection holds a read snapshot open (a backup, another process's check): no
+    // RESTART can finish while it lasts.
+    const reader = new Database(path, { readonly: true });
+    reader.prepare("BEGIN").run();
+    expect((reader.prepare("SELECT COUNT(*) AS n FROM threads").get() as { n: number }).n).toBe(1);
+    let written = 1;
+    while (!restarts.includes("busy")) {
+      if (written === 20_000) throw new Error(`no RESTART was tried in ${written} writes past the limit`);
+      await write(written++);
+    }
+    // Five more checkpoints past the limit, the writes going on: none tries a RESTART again (ten
+    // ticks go by first).
+    const busyAt = restarts.lastIndexOf("busy");
+    await new Promise<void>((resolve) => {
+      onReport = () => {
+        if (restarts.length >= busyAt + 6) resolve();
+      };
+      const writeOn = async (): Promise<void> => {
+        while (restarts.length < busyAt + 6) await write(written++);
+      };
+      writeOn().catch((error: unknown) => errors.push(String(error)));
+    });
+    expect(restarts.slice(busyAt + 1)).toEqual(["none", "none", "none", "none", "none"]);
+    reader.prepare("COMMIT").run();
+    reader.close();
+    await store.close();
+    const check = new Database(path, { readonly: true });
+    expect((check.prepare("SELECT COUNT(*) AS n FROM threads").get() as { n: number }).n).toBe(written);
+    check.close();
     expect(errors).toEqual([]);
   });
 

@@ -8,7 +8,9 @@ import { Worker } from "node:worker_threads";
 // makes it: PASSIVE passes back to back until one leaves little behind (what was written during
 // the last), then a RESTART, which holds the write lock while it copies that little and waits
 // for readers. A write transaction begun meanwhile waits for it; a RESTART that cannot have the
-// locks within its short busy timeout gives up until the next tick.
+// locks within its short busy timeout (a reader holding an old snapshot: a backup, another
+// process's check) gives up, and none is tried for the next `restartRetryTicks` ticks, so such a
+// reader does not hold the writes up at every tick.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
@@ -30,12 +32,18 @@ function restart() {
     db.pragma("busy_timeout = 5000");
   }
 }
+let ticksBeforeRestart = 0;
 const timer = setInterval(() => {
   try {
     const startedAt = Date.now();
     const result = passive();
-    const isRestarted = result.log >= workerData.restartFrames && restart();
-    if (workerData.isReporting) parentPort.postMessage({ log: result.log, checkpointed: result.checkpointed, startedAt, isRestarted });
+    let restarted = "none";
+    if (ticksBeforeRestart > 0) ticksBeforeRestart--;
+    else if (result.log >= workerData.restartFrames) {
+      restarted = restart() ? "made" : "busy";
+      if (restarted === "busy") ticksBeforeRestart = workerData.restartRetryTicks;
+    }
+    if (workerData.isReporting) parentPort.postMessage({ log: result.log, checkpointed: result.checkpointed, startedAt, restart: restarted });
   } catch (error) {
     parentPort.postMessage({ error: String(error) });
   }
@@ -48,12 +56,16 @@ parentPort.on("message", (message) => {
 });
 `;
 
-/** One checkpoint's result: frames in the WAL, how many of them are now in the database file, when it began, and whether the WAL was made to start over. */
+/**
+ * One checkpoint's result: frames in the WAL, how many of them are now in the database file, when
+ * it began, and its RESTART: none tried, made (the next write starts the WAL over), or given up
+ * because the locks stayed busy.
+ */
 export interface WalCheckpointProgress {
   log: number;
   checkpointed: number;
   startedAt: number;
-  isRestarted: boolean;
+  restart: "none" | "made" | "busy";
 }
 
 /** How the checkpointer runs. */
@@ -76,6 +88,8 @@ export interface WalCheckpointer {
  * up until the next tick: every write begun meanwhile waits too, so it is short.
  */
 const RESTART_BUSY_TIMEOUT_MS = 50;
+/** After a RESTART given up, how many ticks go by (PASSIVE only) before another is tried. */
+const RESTART_RETRY_TICKS = 10;
 /**
  * Before a RESTART, PASSIVE passes go on while the last one saw more than this many frames written
  * meanwhile, at most `MAX_CATCH_UP_PASSES` of them: a writer faster than the copy then waits for
@@ -100,6 +114,7 @@ export function startWalCheckpointer(path: string, options: WalCheckpointerOptio
     intervalMs,
     restartFrames,
     restartBusyTimeoutMs: RESTART_BUSY_TIMEOUT_MS,
+    restartRetryTicks: RESTART_RETRY_TICKS,
     catchUpFrames: CATCH_UP_FRAMES,
     maxCatchUpPasses: MAX_CATCH_UP_PASSES,
     isReporting,
@@ -109,7 +124,7 @@ export function startWalCheckpointer(path: string, options: WalCheckpointerOptio
   worker.on("message", (message: { error?: string } & Partial<WalCheckpointProgress>) => {
     if (message.error) onError(message.error);
     else if (message.log !== undefined && message.checkpointed !== undefined && message.startedAt !== undefined) {
-      onCheckpoint?.({ log: message.log, checkpointed: message.checkpointed, startedAt: message.startedAt, isRestarted: message.isRestarted === true });
+      onCheckpoint?.({ log: message.log, checkpointed: message.checkpointed, startedAt: message.startedAt, restart: message.restart ?? "none" });
     }
   });
   worker.on("error", (error) => onError(String(error)));
