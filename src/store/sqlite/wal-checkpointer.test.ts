@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { createId } from "../../core/index.js";
 import type { Store } from "../store.js";
-import { createSqliteStore } from "./sqlite-store.js";
+import { createSqliteStore, type SqliteStoreOptions } from "./sqlite-store.js";
 import type { WalCheckpointProgress } from "./wal-checkpointer.js";
 
 const dirs: string[] = [];
@@ -24,6 +24,22 @@ async function writeThreads(store: Store, count: number): Promise<void> {
 }
 
 const walBytes = (path: string): number => statSync(`${path}-wal`).size;
+
+/** A store on a new file whose checkpointer ticks every 5 ms; its background errors are collected. */
+function openStore(options: Pick<SqliteStoreOptions, "walLimitBytes" | "onWalCheckpoint">): { path: string; store: Store; errors: string[] } {
+  const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
+  dirs.push(dir);
+  const path = join(dir, "store.db");
+  const errors: string[] = [];
+  const store = createSqliteStore({ path, checkpointIntervalMs: 5, onBackgroundError: (message) => errors.push(message), ...options });
+  return { path, store, errors };
+}
+
+/** One write, then a turn of the event loop, as between requests: the worker's reports arrive. */
+async function writeThread(store: Store, now: number): Promise<void> {
+  await store.createThread({ tenantId: "t", threadId: createId("thr"), checkpointId: createId("cp"), metadata: { pad: "x".repeat(500) }, now });
+  await new Promise(setImmediate);
+}
 
 describe("the WAL checkpointer", () => {
   it("keeps the WAL bounded from a worker thread while the main connection never checkpoints", async () => {
@@ -68,19 +84,12 @@ describe("the WAL checkpointer", () => {
   });
 
   it("makes the WAL start over under writes that never pause, and cuts its file back to the limit", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
-    dirs.push(dir);
-    const path = join(dir, "store.db");
-    const errors: string[] = [];
     const walLimitBytes = 256 * 1024;
     let restarts = 0;
     let latestStartedAt = 0;
     let onReport: (() => void) | undefined;
-    const store = createSqliteStore({
-      path,
-      checkpointIntervalMs: 5,
+    const { path, store, errors } = openStore({
       walLimitBytes,
-      onBackgroundError: (message) => errors.push(message),
       onWalCheckpoint: ({ startedAt, restart }) => {
         if (restart === "made") restarts++;
         latestStartedAt = startedAt;
@@ -93,9 +102,7 @@ describe("the WAL checkpointer", () => {
     let written = 0;
     while (restarts < 3) {
       if (written === 20_000) throw new Error(`the WAL started over ${restarts} times in ${written} writes that never paused`);
-      await store.createThread({ tenantId: "t", threadId: createId("thr"), checkpointId: createId("cp"), metadata: { pad: "x".repeat(500) }, now: written });
-      written++;
-      await new Promise(setImmediate);
+      await writeThread(store, written++);
     }
     // Once a checkpoint has copied everything back with nobody writing, the next commit starts the
     // WAL over and cuts the file back to the limit, whatever size the writes above left it at.
@@ -115,28 +122,9 @@ describe("the WAL checkpointer", () => {
   });
 
   it("gives up a RESTART a reader holds off, and does not try again at every tick", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
-    dirs.push(dir);
-    const path = join(dir, "store.db");
-    const errors: string[] = [];
     const restarts: WalCheckpointProgress["restart"][] = [];
-    let onReport: (() => void) | undefined;
-    const store = createSqliteStore({
-      path,
-      checkpointIntervalMs: 5,
-      walLimitBytes: 64 * 1024,
-      onBackgroundError: (message) => errors.push(message),
-      onWalCheckpoint: ({ restart }) => {
-        restarts.push(restart);
-        onReport?.();
-      },
-    });
-    // A write, then a turn of the event loop, as between requests: the worker's reports arrive.
-    const write = async (now: number): Promise<void> => {
-      await store.createThread({ tenantId: "t", threadId: createId("thr"), checkpointId: createId("cp"), metadata: { pad: "x".repeat(500) }, now });
-      await new Promise(setImmediate);
-    };
-    await write(0);
+    const { path, store, errors } = openStore({ walLimitBytes: 64 * 1024, onWalCheckpoint: ({ restart }) => void restarts.push(restart) });
+    await writeThread(store, 0);
     // Another connection holds a read snapshot open (a backup, another process's check): no
     // RESTART can finish while it lasts.
     const reader = new Database(path, { readonly: true });
@@ -145,21 +133,13 @@ describe("the WAL checkpointer", () => {
     let written = 1;
     while (!restarts.includes("busy")) {
       if (written === 20_000) throw new Error(`no RESTART was tried in ${written} writes past the limit`);
-      await write(written++);
+      await writeThread(store, written++);
     }
     // Five more checkpoints past the limit, the writes going on: none tries a RESTART again (ten
     // ticks go by first).
     const busyAt = restarts.lastIndexOf("busy");
-    await new Promise<void>((resolve) => {
-      onReport = () => {
-        if (restarts.length >= busyAt + 6) resolve();
-      };
-      const writeOn = async (): Promise<void> => {
-        while (restarts.length < busyAt + 6) await write(written++);
-      };
-      writeOn().catch((error: unknown) => errors.push(String(error)));
-    });
-    expect(restarts.slice(busyAt + 1)).toEqual(["none", "none", "none", "none", "none"]);
+    while (restarts.length < busyAt + 6) await writeThread(store, written++);
+    expect(restarts.slice(busyAt + 1, busyAt + 6)).toEqual(["none", "none", "none", "none", "none"]);
     reader.prepare("COMMIT").run();
     reader.close();
     await store.close();

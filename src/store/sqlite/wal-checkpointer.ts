@@ -17,9 +17,8 @@ const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
 db.pragma("busy_timeout = 5000");
 const passive = () => db.pragma("wal_checkpoint(PASSIVE)")[0];
-function restart() {
-  let last = passive();
-  for (let pass = 1; pass < workerData.maxCatchUpPasses; pass++) {
+function restart(last) {
+  for (let pass = 0; pass < workerData.maxCatchUpPasses; pass++) {
     const next = passive();
     const writtenMeanwhile = next.log - last.log;
     last = next;
@@ -40,7 +39,7 @@ const timer = setInterval(() => {
     let restarted = "none";
     if (ticksBeforeRestart > 0) ticksBeforeRestart--;
     else if (result.log >= workerData.restartFrames) {
-      restarted = restart() ? "made" : "busy";
+      restarted = restart(result) ? "made" : "busy";
       if (restarted === "busy") ticksBeforeRestart = workerData.restartRetryTicks;
     }
     if (workerData.isReporting) parentPort.postMessage({ log: result.log, checkpointed: result.checkpointed, startedAt, restart: restarted });
