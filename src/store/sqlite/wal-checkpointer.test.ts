@@ -162,6 +162,28 @@ describe("the WAL checkpointer", () => {
     }
   });
 
+  it("checkpoints in a process started with --input-type=module (the worker takes none of its flags)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
+    dirs.push(dir);
+    const module = fileURLToPath(new URL("../../../dist/store/sqlite/index.js", import.meta.url));
+    // A script given with -e is an ES module under --input-type=module; the worker's source is not.
+    const script = `import { createSqliteStore } from ${JSON.stringify(module)};
+let reported;
+const checkpointed = new Promise((resolve) => (reported = resolve));
+const store = createSqliteStore({
+  path: ${JSON.stringify(join(dir, "flags.db"))},
+  checkpointIntervalMs: 5,
+  onWalCheckpoint: ({ checkpointed }) => { if (checkpointed > 0) reported(); },
+  onBackgroundError: (message) => console.error(message),
+});
+await store.createThread({ tenantId: "t", threadId: "thr_1", checkpointId: "cp_1", metadata: {}, now: 1 });
+await checkpointed;
+await store.close();
+console.log("checkpointed");`;
+    const result = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+    expect({ stdout: result.stdout.trim(), stderr: result.stderr, status: result.status }).toEqual({ stdout: "checkpointed", stderr: "", status: 0 });
+  });
+
   it("lets a process whose last work is closing the store wait for the worker, then exit 0", () => {
     const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
     dirs.push(dir);

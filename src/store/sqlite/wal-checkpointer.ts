@@ -118,7 +118,9 @@ export function startWalCheckpointer(path: string, options: WalCheckpointerOptio
     maxCatchUpPasses: MAX_CATCH_UP_PASSES,
     isReporting,
   };
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData });
+  // None of the process's flags: its source is CommonJS, and `--input-type=module` (a script given
+  // with -e or on stdin) would make it an ES module that cannot `require`, so no checkpoint ever ran.
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData, execArgv: [] });
   worker.unref();
   worker.on("message", (message: { error?: string } & Partial<WalCheckpointProgress>) => {
     if (message.error) onError(message.error);
