@@ -2,8 +2,9 @@
  * SIGKILL while the WAL checkpointer is making the WAL start over (decision 007): a store whose
  * limit is tiny (64 kB) and whose worker ticks every 2 ms spends most of its time in PASSIVE
  * catch-ups and RESTARTs (their fsyncs) while a writer commits without pause, so kills drawn at
- * random points of the writes often land inside them. After every kill, the file opens clean, every commit the
- * killed process saw return is there, and the store goes on writing where it stopped.
+ * random points of the writes often land inside them. After every kill, the file opens clean,
+ * every commit the killed process saw return is there, and the store goes on writing where it
+ * stopped.
  */
 import Database from "better-sqlite3";
 import { spawn } from "node:child_process";

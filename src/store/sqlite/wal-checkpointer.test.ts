@@ -41,6 +41,16 @@ async function writeThread(store: Store, now: number): Promise<void> {
   await new Promise(setImmediate);
 }
 
+/**
+ * Runs `body` in a node process of its own as an ES module script (`--input-type=module -e`), with
+ * `createSqliteStore` imported from the built module, as a user runs it (npm test builds first).
+ */
+function runWithBuiltStore(body: string) {
+  const module = fileURLToPath(new URL("../../../dist/store/sqlite/index.js", import.meta.url));
+  const script = `import { createSqliteStore } from ${JSON.stringify(module)};\n${body}`;
+  return spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+}
+
 describe("the WAL checkpointer", () => {
   it("keeps the WAL bounded from a worker thread while the main connection never checkpoints", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
@@ -165,10 +175,8 @@ describe("the WAL checkpointer", () => {
   it("checkpoints in a process started with --input-type=module (the worker takes none of its flags)", () => {
     const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
     dirs.push(dir);
-    const module = fileURLToPath(new URL("../../../dist/store/sqlite/index.js", import.meta.url));
     // A script given with -e is an ES module under --input-type=module; the worker's source is not.
-    const script = `import { createSqliteStore } from ${JSON.stringify(module)};
-let reported;
+    const result = runWithBuiltStore(`let reported;
 const checkpointed = new Promise((resolve) => (reported = resolve));
 const store = createSqliteStore({
   path: ${JSON.stringify(join(dir, "flags.db"))},
@@ -179,21 +187,16 @@ const store = createSqliteStore({
 await store.createThread({ tenantId: "t", threadId: "thr_1", checkpointId: "cp_1", metadata: {}, now: 1 });
 await checkpointed;
 await store.close();
-console.log("checkpointed");`;
-    const result = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+console.log("checkpointed");`);
     expect({ stdout: result.stdout.trim(), stderr: result.stderr, status: result.status }).toEqual({ stdout: "checkpointed", stderr: "", status: 0 });
   });
 
   it("lets a process whose last work is closing the store wait for the worker, then exit 0", () => {
     const dir = mkdtempSync(join(tmpdir(), "tidemark-wal-"));
     dirs.push(dir);
-    // The built module, as a user runs it (npm test builds before the tests run).
-    const module = fileURLToPath(new URL("../../../dist/store/sqlite/index.js", import.meta.url));
-    const script = `import { createSqliteStore } from ${JSON.stringify(module)};
-const store = createSqliteStore({ path: ${JSON.stringify(join(dir, "close.db"))} });
+    const result = runWithBuiltStore(`const store = createSqliteStore({ path: ${JSON.stringify(join(dir, "close.db"))} });
 await store.close();
-console.log("closed");`;
-    const result = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+console.log("closed");`);
     expect(result.stdout.trim()).toBe("closed");
     expect(result.status).toBe(0);
   });
